@@ -1,0 +1,7 @@
+"""Transformer models: configs, layers, architectures and weight loading.
+
+Owns the math of a forward pass (Llama-family and DeepSeek-V3-style MLA+MoE)
+and reading weights from safetensors or GGUF. Knows nothing about requests,
+scheduling, sampling or constraints; attention memory is reached only through
+the `KVCache` protocol in `kv.py`.
+"""

@@ -1,0 +1,6 @@
+"""Tokenizers, chat templates and incremental detokenization.
+
+Wraps the `tokenizers` library (tokenizer.json): special tokens, end-of-sequence
+ids, sandboxed jinja2 chat templates, and streaming decode that never splits a
+UTF-8 character. Knows nothing about models or the engine.
+"""
