@@ -1,0 +1,145 @@
+"""Test fixtures: tiny random models on disk, in the Hugging Face directory format.
+
+`make_tiny_model_dir` writes a complete model directory (config.json,
+model.safetensors, a real byte-level BPE tokenizer.json trained in-process on
+a fixed corpus, tokenizer_config.json with a ChatML chat template,
+generation_config.json) that both deepinfer and transformers can load, in well
+under a second and without torch. Everything is a pure function of
+(family, seed), so tests can compare runs. Knows nothing about the engine.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+from safetensors.numpy import save_file
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+
+SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]  # ids 0, 1, 2
+ENDOFTEXT_ID, IM_START_ID, IM_END_ID = 0, 1, 2
+
+CHATML_TEMPLATE = (
+    "{%- if tools %}"
+    "{{- '<|im_start|>system\\n' }}"
+    "{%- if messages[0].role == 'system' %}{{- messages[0].content + '\\n\\n' }}{%- endif %}"
+    "{{- 'You may call these tools:\\n' }}"
+    "{%- for tool in tools %}{{- tool | tojson }}{{- '\\n' }}{%- endfor %}"
+    "{{- '<|im_end|>\\n' }}"
+    "{%- elif messages and messages[0].role == 'system' %}"
+    "{{- '<|im_start|>system\\n' + messages[0].content + '<|im_end|>\\n' }}"
+    "{%- endif %}"
+    "{%- for message in messages %}"
+    "{%- if not (loop.first and message.role == 'system') %}"
+    "{{- '<|im_start|>' + message.role + '\\n' + (message.content or '') + '<|im_end|>\\n' }}"
+    "{%- endif %}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+)
+
+# A small fixed corpus: enough English, JSON and digits for merges that make ids vary.
+_CORPUS = [
+    "The quick brown fox jumps over the lazy dog.",
+    "A tokenizer turns text into tokens, and tokens into text again.",
+    "Structured generation: regex, JSON Schema and grammars constrain the next token.",
+    '{"name": "Alice", "age": 30, "email": "alice@example.com", "tags": ["a", "b"]}',
+    '{"id": 1, "ok": true, "value": null, "items": [1, 2, 3], "score": 0.5}',
+    "Name three prime numbers: 2, 3, 5, 7, 11, 13.",
+    "def add(a, b):\n    return a + b\n",
+    "Hello, world! How are you today? I am fine, thank you.",
+    "The answer is 42. The year is 2024. The temperature is -3.5 degrees.",
+    "Paris is the capital of France. Berlin is the capital of Germany.",
+] * 3
+
+_FAMILIES = {
+    "llama": ("LlamaForCausalLM", "llama"),
+    "qwen2": ("Qwen2ForCausalLM", "qwen2"),
+    "qwen3": ("Qwen3ForCausalLM", "qwen3"),
+}
+
+
+def train_tiny_tokenizer(vocab_size: int = 384) -> Tokenizer:
+    """A byte-level BPE tokenizer (256 byte tokens + merges + ChatML special tokens)."""
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    tokenizer.decoder = decoders.ByteLevel()
+    tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=2, show_progress=False,
+                                  special_tokens=SPECIAL_TOKENS,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tokenizer.train_from_iterator(_CORPUS, trainer=trainer)
+    return tokenizer
+
+
+def tiny_config(family: str, vocab_size: int) -> dict:
+    if family not in _FAMILIES:
+        raise ValueError(f"unknown tiny model family {family!r}; choose from {sorted(_FAMILIES)}")
+    architecture, model_type = _FAMILIES[family]
+    return {
+        "architectures": [architecture], "model_type": model_type,
+        "vocab_size": vocab_size, "hidden_size": 64, "intermediate_size": 128,
+        "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+        "hidden_act": "silu", "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+        "max_position_embeddings": 1024, "tie_word_embeddings": False,
+        "attention_bias": family == "qwen2", "mlp_bias": False,
+        "bos_token_id": IM_START_ID, "eos_token_id": IM_END_ID, "pad_token_id": ENDOFTEXT_ID,
+        "torch_dtype": "float32",
+    }
+
+
+def _tiny_weights(config: dict, seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    h, i, v = config["hidden_size"], config["intermediate_size"], config["vocab_size"]
+    d, nq, nkv = config["head_dim"], config["num_attention_heads"], config["num_key_value_heads"]
+
+    def normal(*shape, std=0.08):
+        return (rng.standard_normal(shape) * std).astype(np.float32)
+
+    def norm(n):  # near 1, not exactly, so a wrong norm placement shows in the logits
+        return (1.0 + rng.standard_normal(n) * 0.1).astype(np.float32)
+
+    weights = {"model.embed_tokens.weight": normal(v, h, std=0.5)}
+    for layer in range(config["num_hidden_layers"]):
+        p = f"model.layers.{layer}."
+        weights |= {
+            p + "input_layernorm.weight": norm(h),
+            p + "self_attn.q_proj.weight": normal(nq * d, h),
+            p + "self_attn.k_proj.weight": normal(nkv * d, h),
+            p + "self_attn.v_proj.weight": normal(nkv * d, h),
+            p + "self_attn.o_proj.weight": normal(h, nq * d),
+            p + "post_attention_layernorm.weight": norm(h),
+            p + "mlp.gate_proj.weight": normal(i, h),
+            p + "mlp.up_proj.weight": normal(i, h),
+            p + "mlp.down_proj.weight": normal(h, i),
+        }
+        if config["attention_bias"]:
+            weights |= {p + f"self_attn.{n}_proj.bias": normal(k * d, std=0.02)
+                        for n, k in (("q", nq), ("k", nkv), ("v", nkv))}
+        if config["model_type"] == "qwen3":
+            weights |= {p + "self_attn.q_norm.weight": norm(d), p + "self_attn.k_norm.weight": norm(d)}
+    weights["model.norm.weight"] = norm(h)
+    weights["lm_head.weight"] = normal(v, h, std=0.3)
+    return weights
+
+
+def make_tiny_model_dir(path: str | Path, family: str = "llama", seed: int = 0) -> Path:
+    """Write a tiny random model directory at `path` (created if needed) and return it."""
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    tokenizer = train_tiny_tokenizer()
+    config = tiny_config(family, tokenizer.get_vocab_size(with_added_tokens=True))
+    save_file(_tiny_weights(config, seed), str(path / "model.safetensors"), metadata={"format": "pt"})
+    tokenizer.save(str(path / "tokenizer.json"))
+    tokenizer_config = {
+        "add_bos_token": False, "add_eos_token": False, "clean_up_tokenization_spaces": False,
+        "bos_token": None, "eos_token": "<|im_end|>", "pad_token": "<|endoftext|>",
+        "unk_token": None, "model_max_length": config["max_position_embeddings"],
+        "tokenizer_class": "PreTrainedTokenizerFast", "chat_template": CHATML_TEMPLATE,
+    }
+    generation_config = {"bos_token_id": IM_START_ID, "eos_token_id": [IM_END_ID, ENDOFTEXT_ID],
+                         "pad_token_id": ENDOFTEXT_ID}
+    for name, data in (("config.json", config), ("tokenizer_config.json", tokenizer_config),
+                       ("generation_config.json", generation_config)):
+        (path / name).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    return path
