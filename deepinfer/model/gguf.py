@@ -1,0 +1,216 @@
+"""Reading GGUF files (llama.cpp's format) into Hugging Face terms.
+
+`read_gguf` turns a .gguf file into what a Hugging Face model directory would
+hold: a config.json dict, float32 tensors under HF parameter names (quantized
+blocks dequantized with the `gguf` package), and the tokenizer files rebuilt
+from GGUF metadata. `write_hf_directory` saves that as a directory. Tensor
+transforms follow transformers' GGUF loader, so both load the same weights:
+llama.cpp's converter permutes q/k rows of Llama-architecture models for its
+interleaved rotary layout, and that permutation is undone here.
+
+Knows nothing about the forward pass; `load_model` calls `read_gguf`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from deepinfer.errors import ModelLoadError
+from deepinfer.tokenizer.gguf_vocab import gguf_tokenizer_files, open_gguf
+
+# GGUF architecture -> (HF architecture class, model_type)
+_ARCHITECTURES = {
+    "llama": ("LlamaForCausalLM", "llama"),
+    "mistral": ("MistralForCausalLM", "mistral"),
+    "qwen2": ("Qwen2ForCausalLM", "qwen2"),
+    "qwen3": ("Qwen3ForCausalLM", "qwen3"),
+}
+# Architectures whose q/k rows llama.cpp permuted (its rotary pairs interleaved dims).
+_PERMUTED_QK = {"llama", "mistral"}
+
+_GLOBAL_NAMES = {
+    "token_embd.weight": "model.embed_tokens.weight",
+    "output_norm.weight": "model.norm.weight",
+    "output.weight": "lm_head.weight",
+}
+_BLOCK_NAMES = {
+    "attn_norm": "input_layernorm", "ffn_norm": "post_attention_layernorm",
+    "attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj",
+    "attn_output": "self_attn.o_proj", "attn_q_norm": "self_attn.q_norm",
+    "attn_k_norm": "self_attn.k_norm", "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj",
+    "ffn_down": "mlp.down_proj",
+}
+_BLOCK_RE = re.compile(r"blk\.(\d+)\.(\w+)\.(weight|bias)")
+
+
+@dataclass
+class GGUFModel:
+    """A GGUF file's contents in Hugging Face form."""
+
+    config: dict[str, Any]  # config.json contents
+    state_dict: dict[str, torch.Tensor]  # HF parameter names, float32
+    tokenizer_json: str
+    tokenizer_config: dict[str, Any]
+    generation_config: dict[str, Any] = field(default_factory=dict)
+    source: str = ""
+
+
+def hf_tensor_name(gguf_name: str) -> str | None:
+    """The HF parameter name of a GGUF tensor, or None for one HF has no place for."""
+    if gguf_name in _GLOBAL_NAMES:
+        return _GLOBAL_NAMES[gguf_name]
+    match = _BLOCK_RE.fullmatch(gguf_name)
+    if match and match.group(2) in _BLOCK_NAMES:
+        layer, part, kind = match.groups()
+        return f"model.layers.{layer}.{_BLOCK_NAMES[part]}.{kind}"
+    return None
+
+
+def unpermute_qk(weight: np.ndarray, num_heads: int) -> np.ndarray:
+    """Undo llama.cpp's q/k row permutation (convert_hf_to_gguf.py `permute`).
+
+    weight: [num_heads * head_dim, ...] (a weight or a bias). llama.cpp stored each
+    head's rows as (head_dim/2, 2) pairs; HF's rotate_half wants (2, head_dim/2).
+    """
+    half = weight.shape[0] // num_heads // 2
+    rows = weight.reshape(num_heads, half, 2, *weight.shape[1:])
+    return rows.swapaxes(1, 2).reshape(weight.shape)
+
+
+def _config(metadata: dict[str, Any], tensor_names: set[str], source: str) -> dict[str, Any]:
+    arch = metadata.get("general.architecture")
+    if arch not in _ARCHITECTURES:
+        raise ModelLoadError(
+            f"GGUF file {source} holds a '{arch}' model (general.architecture); deepinfer reads "
+            f"GGUF models of the architectures {sorted(_ARCHITECTURES)}. Use a Hugging Face "
+            "directory of this model instead.")
+
+    def get(key: str, default: Any = ModelLoadError) -> Any:
+        value = metadata.get(f"{arch}.{key}", default)
+        if value is ModelLoadError:
+            raise ModelLoadError(f"GGUF file {source} lacks the metadata field '{arch}.{key}', "
+                                 "which the model config needs. Re-convert it with a recent llama.cpp.")
+        return value
+
+    if f"{arch}.rope.scaling.type" in metadata or "rope_freqs.weight" in tensor_names:
+        raise ModelLoadError(f"GGUF file {source} uses scaled rotary embeddings, which deepinfer "
+                             "does not read from GGUF; use the model's Hugging Face directory.")
+    hf_class, model_type = _ARCHITECTURES[arch]
+    heads = get("attention.head_count")
+    hidden = get("embedding_length")
+    tokens = metadata.get("tokenizer.ggml.tokens") or []
+    config = {
+        "architectures": [hf_class], "model_type": model_type,
+        "hidden_size": hidden, "intermediate_size": get("feed_forward_length"),
+        "num_hidden_layers": get("block_count"), "num_attention_heads": heads,
+        "num_key_value_heads": get("attention.head_count_kv", heads),
+        "head_dim": get("attention.key_length", None) or get("rope.dimension_count", None)
+        or hidden // heads,
+        "rms_norm_eps": get("attention.layer_norm_rms_epsilon"),
+        "rope_theta": get("rope.freq_base", 10000.0),
+        "max_position_embeddings": get("context_length"),
+        "vocab_size": get("vocab_size", None) or len(tokens),
+        "hidden_act": "silu",
+        "tie_word_embeddings": "output.weight" not in tensor_names,
+        "torch_dtype": "float32",
+    }
+    if model_type in ("llama", "mistral"):
+        config["attention_bias"] = "blk.0.attn_q.bias" in tensor_names
+        config["mlp_bias"] = False
+    if model_type == "mistral" and isinstance(get("attention.sliding_window", None), int):
+        config["sliding_window"] = get("attention.sliding_window")
+    for name, key in (("bos_token_id", "bos_token_id"), ("eos_token_id", "eos_token_id"),
+                      ("pad_token_id", "padding_token_id")):
+        if isinstance(metadata.get(f"tokenizer.ggml.{key}"), int):
+            config[name] = metadata[f"tokenizer.ggml.{key}"]
+    return config
+
+
+def _dequantize(tensor) -> np.ndarray:
+    from gguf.quants import dequantize
+
+    # tensor.shape is ggml order (fastest dim first); numpy/HF order is the reverse.
+    shape = tuple(int(n) for n in reversed(tensor.shape.tolist()))
+    return np.asarray(dequantize(tensor.data, tensor.tensor_type), dtype=np.float32).reshape(shape)
+
+
+def _state_dict(reader, config: dict[str, Any], source: str,
+                progress: Callable[[int], None] | None) -> dict[str, torch.Tensor]:
+    permute = config["model_type"] in _PERMUTED_QK
+    state: dict[str, torch.Tensor] = {}
+    for tensor in reader.tensors:
+        name = hf_tensor_name(tensor.name)
+        if name is None:
+            raise ModelLoadError(f"GGUF file {source} holds the tensor '{tensor.name}', which has no "
+                                 f"place in a {config['architectures'][0]}; the file does not match "
+                                 "its architecture.")
+        try:
+            weight = _dequantize(tensor)
+        except Exception as exc:  # truncated data, unknown quantization type
+            raise ModelLoadError(f"GGUF file {source}: tensor '{tensor.name}' cannot be read "
+                                 f"({type(exc).__name__}: {exc}); the file is corrupt, truncated or "
+                                 "uses a quantization the gguf package does not know.") from exc
+        if permute and ".self_attn.q_proj." in name:
+            weight = unpermute_qk(weight, config["num_attention_heads"])
+        elif permute and ".self_attn.k_proj." in name:
+            weight = unpermute_qk(weight, config["num_key_value_heads"])
+        state[name] = torch.from_numpy(np.require(weight, requirements=["C", "W"]))  # F32 ones are read-only memmaps
+        if progress is not None:
+            progress(1)
+    return state
+
+
+def read_gguf(path: str | Path, progress: Callable[[int], None] | None = None) -> GGUFModel:
+    """Read a .gguf file: config, dequantized float32 HF tensors and tokenizer files.
+
+    progress, if given, is called with 1 after each tensor (for a progress bar over
+    `count_tensors(path)` steps).
+    """
+    path = Path(path)
+    reader, metadata = open_gguf(path)
+    tensor_names = {t.name for t in reader.tensors}
+    config = _config(metadata, tensor_names, str(path))
+    files = gguf_tokenizer_files(metadata, str(path))
+    state = _state_dict(reader, config, str(path), progress)
+    missing = [n for n in ("model.embed_tokens.weight", "model.norm.weight") if n not in state]
+    if missing:
+        raise ModelLoadError(f"GGUF file {path} lacks the tensors {missing}; the file is incomplete.")
+    generation_config = {"eos_token_id": sorted(files.eos_token_ids, key=_eos_order(config))}
+    for key in ("bos_token_id", "pad_token_id"):
+        if key in config:
+            generation_config[key] = config[key]
+    return GGUFModel(config=config, state_dict=state, tokenizer_json=files.tokenizer_json,
+                     tokenizer_config=files.tokenizer_config, generation_config=generation_config,
+                     source=str(path))
+
+
+def _eos_order(config: dict[str, Any]) -> Callable[[int], tuple[int, int]]:
+    # The config's own eos first (transformers treats the first as the primary one).
+    return lambda i: (i != config.get("eos_token_id"), i)
+
+
+def count_tensors(path: str | Path) -> int:
+    reader, _ = open_gguf(Path(path))
+    return len(reader.tensors)
+
+
+def write_hf_directory(model: GGUFModel, out_dir: str | Path) -> Path:
+    """Save a GGUFModel as a Hugging Face model directory (safetensors + tokenizer files)."""
+    from safetensors.torch import save_file
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.contiguous() for k, v in model.state_dict.items()}, str(out / "model.safetensors"),
+              metadata={"format": "pt"})
+    (out / "tokenizer.json").write_text(model.tokenizer_json, encoding="utf-8")
+    for name, data in (("config.json", model.config), ("tokenizer_config.json", model.tokenizer_config),
+                       ("generation_config.json", model.generation_config)):
+        (out / name).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return out

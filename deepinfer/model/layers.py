@@ -1,0 +1,119 @@
+"""Small building blocks shared by the architectures: RMSNorm, SwiGLU MLP, embeddings.
+
+Each block is an `nn.Module` without weights until `load(weights, prefix)` takes its
+tensors, by their Hugging Face names, from a `Weights` source (see weights.py),
+which checks names and shapes. Activations are [T, hidden]: flattened tokens, no
+batch dimension. Numerics follow transformers 5.x (RMSNorm in float32, then the
+weight multiplies in the model dtype).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class Weights(Protocol):
+    """Where modules take their tensors from (implemented in weights.py)."""
+
+    dtype: torch.dtype
+
+    def take(self, name: str, shape: tuple[int, ...], dtype: torch.dtype | None = None) -> torch.Tensor: ...
+
+    def has(self, name: str) -> bool: ...
+
+
+def frozen(t: torch.Tensor) -> nn.Parameter:
+    return nn.Parameter(t, requires_grad=False)
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """x [..., D] normalized in float32, cast back, then scaled by weight [D]."""
+    dtype = x.dtype
+    x32 = x.float()
+    x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + eps)
+    return weight * x32.to(dtype)
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float) -> None:
+        super().__init__()
+        self.dim, self.eps = dim, eps
+
+    def load(self, weights: Weights, prefix: str) -> None:
+        self.weight = frozen(weights.take(prefix + "weight", (self.dim,)))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return rms_norm(x, self.weight, self.eps)
+
+
+class Linear(nn.Module):
+    """y = x W^T (+ b) over one or several checkpoint matrices fused along the output.
+
+    Fusing (q, k, v) or (gate, up) into one matmul saves kernel launches per token;
+    `parts` names each checkpoint tensor with its number of output rows.
+    """
+
+    def __init__(self, in_features: int, parts: dict[str, int], bias: bool = False) -> None:
+        super().__init__()
+        self.in_features, self.parts, self.has_bias = in_features, parts, bias
+        self.out_features = sum(parts.values())
+
+    def load(self, weights: Weights, prefix: str) -> None:
+        mats = [weights.take(f"{prefix}{name}.weight", (rows, self.in_features)) for name, rows in self.parts.items()]
+        self.weight = frozen(mats[0] if len(mats) == 1 else torch.cat(mats))
+        self.bias = None
+        if self.has_bias:
+            vecs = [weights.take(f"{prefix}{name}.bias", (rows,)) for name, rows in self.parts.items()]
+            self.bias = frozen(vecs[0] if len(vecs) == 1 else torch.cat(vecs))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.linear(x, self.weight, self.bias)
+
+
+class SwiGLU(nn.Module):
+    """down(silu(gate(x)) * up(x)), with gate and up fused into one matmul."""
+
+    def __init__(self, hidden: int, intermediate: int, bias: bool = False) -> None:
+        super().__init__()
+        self.intermediate = intermediate
+        self.gate_up = Linear(hidden, {"gate_proj": intermediate, "up_proj": intermediate}, bias)
+        self.down = Linear(intermediate, {"down_proj": hidden}, bias)
+
+    def load(self, weights: Weights, prefix: str) -> None:
+        self.gate_up.load(weights, prefix)
+        self.down.load(weights, prefix)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        gate, up = self.gate_up(x).split(self.intermediate, dim=-1)
+        return self.down(F.silu(gate) * up)
+
+
+class Embedding(nn.Module):
+    """Token embedding and the vocabulary projection, sharing one matrix when tied.
+
+    Tied when the config says so, or when the checkpoint has no lm_head (GGUF files
+    and some exports drop the duplicate).
+    """
+
+    def __init__(self, vocab_size: int, hidden: int, tied: bool) -> None:
+        super().__init__()
+        self.vocab_size, self.hidden, self.tied = vocab_size, hidden, tied
+
+    def load(self, weights: Weights, embed_name: str, head_name: str) -> None:
+        self.embed = frozen(weights.take(embed_name, (self.vocab_size, self.hidden)))
+        if weights.has(head_name):
+            head = weights.take(head_name, (self.vocab_size, self.hidden))
+            # transformers ignores a stored lm_head when the config ties the embeddings.
+            self.head = self.embed if self.tied else frozen(head)
+        else:
+            self.tied, self.head = True, self.embed
+
+    def embed_tokens(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return F.embedding(input_ids, self.embed)  # [T, hidden]
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        return F.linear(hidden, self.head).float()  # [N, vocab]
