@@ -1,0 +1,170 @@
+"""GrammarCompiler: constraint text -> CompiledConstraint, with an LRU cache.
+
+Owns dispatch from each constraint kind to its front end (regex here; JSON
+Schema and EBNF front ends imported lazily from their modules) and from the IR
+to a back end: non-recursive grammars are inlined into one DFA (regular back
+end); recursive ones go to the context-free back end `deepinfer.constraints.cfg`
+(`build_automaton(grammar, vocab, limits) -> TokenAutomaton`).
+Knows nothing about the engine.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import ir
+from .automaton import TokenAutomaton
+from .dfa import Limits, determinize
+from .errors import ConstraintError
+from .frontends.regex import lower_regex
+from .nfa import build_nfa
+from .regular import RegularAutomaton
+from .vocab import Vocabulary
+
+
+@dataclass
+class CompiledConstraint:
+    """A constraint compiled against one Vocabulary; shared by many Matchers."""
+
+    kind: str                      # "regex" | "json_schema" | "grammar" | "ir"
+    grammar: ir.Grammar
+    automaton: TokenAutomaton
+    vocab: Vocabulary
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def annotations(self) -> list[str]:
+        """What the front end accepted without enforcing (e.g. unknown formats)."""
+        return self.grammar.annotations
+
+
+def is_recursive(grammar: ir.Grammar) -> bool:
+    """True if a rule reachable from the start rule refers (indirectly) to itself."""
+    state: dict[str, int] = {}  # 1 = on stack, 2 = done
+
+    def visit(name: str) -> bool:
+        state[name] = 1
+        for ref in grammar.referenced_rules(name):
+            if ref not in grammar.rules:
+                raise ConstraintError(f"rule {name!r} refers to undefined rule {ref!r}")
+            mark = state.get(ref)
+            if mark == 1 or (mark is None and visit(ref)):
+                return True
+        state[name] = 2
+        return False
+
+    return visit(grammar.start)
+
+
+class GrammarCompiler:
+    """Compiles constraints for one vocabulary (one per model); thread safe."""
+
+    def __init__(self, vocab: Vocabulary, *, limits: Limits | None = None,
+                 cache_size: int = 256) -> None:
+        self.vocab = vocab
+        self.limits = limits or Limits()
+        self.cache_size = cache_size
+        self._cache: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    # --------------------------------------------------------------- caching
+    def _cached(self, key, build):
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is not None:
+                self._cache.move_to_end(key)
+                return hit
+        compiled = build()
+        with self._lock:
+            self._cache[key] = compiled
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+        return compiled
+
+    # ----------------------------------------------------------- front doors
+    def compile_regex(self, pattern: str) -> CompiledConstraint:
+        return self._cached(("regex", pattern, ()),
+                            lambda: self._compile("regex", lambda: lower_regex(pattern)))
+
+    def compile_ir(self, grammar: ir.Grammar, kind: str = "ir") -> CompiledConstraint:
+        """The generic back-end entry: regular -> DFA, recursive -> context-free back end."""
+        key = ("ir", str(grammar), grammar.start, tuple(grammar.annotations))
+        return self._cached(key, lambda: self._compile(kind, lambda: grammar))
+
+    def compile_json_schema(self, schema, **options) -> CompiledConstraint:
+        """JSON Schema (dict, JSON text or Pydantic model class); options go to the
+        front end (`whitespace=...`, `strict=...`)."""
+        module = _front_end("json_schema", "JSON Schema")
+        text = _schema_key(schema)
+        opts = tuple(sorted((k, repr(v)) for k, v in options.items()))
+        if hasattr(module, "compile_json_schema"):  # front end with its own back-end wrapper
+            build = lambda: module.compile_json_schema(self, schema, **options)  # noqa: E731
+        else:
+            build = lambda: self._compile(  # noqa: E731
+                "json_schema", lambda: module.lower_json_schema(schema, **options))
+        return self._cached(("json_schema", text, opts), build)
+
+    def compile_grammar(self, text: str | None = None, syntax: str = "lark",
+                        start: str | None = None, name: str | None = None) -> CompiledConstraint:
+        """An EBNF grammar (lark or GBNF syntax), or a shipped grammar by `name`."""
+        module = _front_end("ebnf", "EBNF grammar")
+        key = ("grammar", text, (syntax, start, name))
+        return self._cached(key, lambda: self._compile(
+            "grammar", lambda: module.lower_grammar(text, syntax, start, name)))
+
+    # -------------------------------------------------------------- back end
+    def _compile(self, kind: str, lower) -> CompiledConstraint:
+        t0 = time.perf_counter()
+        grammar = lower()
+        t1 = time.perf_counter()
+        automaton = self.build_automaton(grammar)
+        t2 = time.perf_counter()
+        stats = {"lower_s": t1 - t0, "build_s": t2 - t1}
+        dfa = getattr(automaton, "dfa", None)
+        if dfa is not None:
+            stats["dfa_states"] = dfa.num_states
+        return CompiledConstraint(kind, grammar, automaton, self.vocab, stats)
+
+    def build_automaton(self, grammar: ir.Grammar) -> TokenAutomaton:
+        """IR -> TokenAutomaton (no caching); for front ends that wrap automata."""
+        if is_recursive(grammar):
+            try:
+                cfg = importlib.import_module("deepinfer.constraints.cfg")
+            except ModuleNotFoundError as exc:
+                if exc.name != "deepinfer.constraints.cfg":
+                    raise
+                raise ConstraintError("recursive grammar needs the context-free back end") from None
+            return cfg.build_automaton(grammar, self.vocab, self.limits)
+        return RegularAutomaton(self.build_dfa(grammar), self.vocab)
+
+    def build_dfa(self, grammar_or_expr):
+        """A regular grammar (or one IR expression) -> minimized byte DFA."""
+        nfa = build_nfa(grammar_or_expr, self.limits.max_nfa_states)
+        return determinize(nfa, self.limits)
+
+
+def _front_end(module: str, what: str):
+    try:
+        return importlib.import_module(f"deepinfer.constraints.frontends.{module}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"deepinfer.constraints.frontends.{module}":
+            raise
+        raise ConstraintError(f"{what} constraints are not available yet") from None
+
+
+def _schema_key(schema) -> str:
+    if isinstance(schema, str):
+        return schema
+    if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
+        return f"pydantic:{schema.__module__}.{schema.__qualname__}:" + json.dumps(
+            schema.model_json_schema(), sort_keys=True)
+    try:
+        return json.dumps(schema, sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise ConstraintError(f"JSON Schema must be a dict, JSON text or Pydantic model: {exc}") from exc

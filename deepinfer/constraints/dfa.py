@@ -1,0 +1,179 @@
+"""Byte NFA -> trimmed, minimized DFA (subset construction over byte classes).
+
+Owns determinization under limits (states, time), trimming (states that
+cannot reach acceptance are removed, so every live transition can still lead
+to a complete match), Moore minimization and canonical numbering (breadth
+first from the start state, so equal languages give equal tables). Knows
+nothing about tokens.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import ConstraintError
+from .nfa import Nfa
+
+
+@dataclass
+class Limits:
+    """Compile-work limits; exceeding one raises ConstraintError (never a hang)."""
+
+    max_nfa_states: int = 200_000
+    max_dfa_states: int = 20_000
+    time_budget_s: float = 10.0
+
+
+@dataclass
+class Dfa:
+    """trans: int32 [S, 256], -1 = dead; accepting: bool [S]; start state is 0."""
+
+    trans: np.ndarray
+    accepting: np.ndarray
+    digest: str = ""
+
+    @property
+    def num_states(self) -> int:
+        return int(self.trans.shape[0])
+
+
+def byte_classes(nfa: Nfa) -> np.ndarray:
+    """uint16 [256]: bytes no NFA edge tells apart share a class id."""
+    marks = np.zeros(257, dtype=np.int32)
+    for edges in nfa.edges:
+        for lo, hi, _ in edges:
+            marks[lo] = 1
+            marks[hi + 1] = 1
+    marks[0] = 0
+    return np.cumsum(marks[:256]).astype(np.uint16)
+
+
+def determinize(nfa: Nfa, limits: Limits) -> Dfa:
+    deadline = time.monotonic() + limits.time_budget_s
+    classes = byte_classes(nfa)
+    num_classes = int(classes[-1]) + 1
+    # Per NFA state: list of (class, target), expanded once.
+    moves: list[list[tuple[int, int]]] = []
+    for edges in nfa.edges:
+        out = []
+        for lo, hi, target in edges:
+            for c in range(int(classes[lo]), int(classes[hi]) + 1):
+                out.append((c, target))
+        moves.append(out)
+    closures: dict[int, frozenset[int]] = {}
+
+    def closure(state: int) -> frozenset[int]:
+        got = closures.get(state)
+        if got is None:
+            seen, stack = {state}, [state]
+            while stack:
+                for t in nfa.eps[stack.pop()]:
+                    if t not in seen:
+                        seen.add(t)
+                        stack.append(t)
+            got = closures[state] = frozenset(s for s in seen if moves[s] or s == nfa.accept)
+        return got
+
+    start = closure(nfa.start)
+    ids = {start: 0}
+    order = [start]
+    rows: list[list[int]] = []
+    i = 0
+    while i < len(order):
+        if i % 64 == 0 and time.monotonic() > deadline:
+            raise ConstraintError(f"constraint too complex: determinization exceeded "
+                                  f"{limits.time_budget_s:g} s ({len(order)} states)")
+        targets: dict[int, set[int]] = {}
+        for s in order[i]:
+            for c, t in moves[s]:
+                targets.setdefault(c, set()).update(closure(t))
+        row = [-1] * num_classes
+        for c, tset in targets.items():
+            key = frozenset(tset)
+            j = ids.get(key)
+            if j is None:
+                if len(order) >= limits.max_dfa_states:
+                    raise ConstraintError(f"constraint too large: its automaton exceeds "
+                                          f"{limits.max_dfa_states} DFA states")
+                j = ids[key] = len(order)
+                order.append(key)
+            row[c] = j
+        rows.append(row)
+        i += 1
+    table = np.array(rows, dtype=np.int32).reshape(len(rows), num_classes)
+    accepting = np.array([nfa.accept in s for s in order], dtype=bool)
+    table, accepting = trim(table, accepting)
+    table, accepting, start_block = minimize(table, accepting)
+    table, accepting = canonical_order(table, accepting, start_block)
+    full = table[:, classes.astype(np.int64)]  # [S, 256]
+    digest = hashlib.blake2b(full.tobytes() + accepting.tobytes(), digest_size=16).hexdigest()
+    return Dfa(np.ascontiguousarray(full, dtype=np.int32), accepting, digest)
+
+
+def trim(table: np.ndarray, accepting: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Drop states that cannot reach an accepting state; raise if nothing is left."""
+    src, _ = np.nonzero(table >= 0)
+    dst = table[table >= 0]
+    order = np.argsort(dst, kind="stable")
+    src, dst = src[order], dst[order]
+    bounds = np.searchsorted(dst, np.arange(table.shape[0] + 1))
+    live = accepting.copy()
+    stack = list(np.flatnonzero(accepting))
+    while stack:
+        t = stack.pop()
+        for s in src[bounds[t]:bounds[t + 1]]:
+            if not live[s]:
+                live[s] = True
+                stack.append(int(s))
+    if not live[0]:
+        raise ConstraintError("the constraint matches no string (empty language)")
+    renum = np.full(table.shape[0] + 1, -1, dtype=np.int32)  # index -1 -> last slot -> -1
+    renum[:-1][live] = np.arange(int(live.sum()), dtype=np.int32)
+    new = renum[table[live]]
+    return new, accepting[live]
+
+
+def minimize(table: np.ndarray, accepting: np.ndarray):
+    """Moore partition refinement (vectorized over states and classes).
+
+    Returns (table, accepting, start) where start is the block of old state 0.
+    """
+    part = accepting.astype(np.int64)
+    blocks = len(np.unique(part))
+    while True:
+        target_part = np.where(table >= 0, part[np.maximum(table, 0)], -1)
+        sig = np.column_stack([part, target_part])
+        _, new = np.unique(sig, axis=0, return_inverse=True)
+        new = new.reshape(-1)
+        count = int(new.max()) + 1
+        part = new
+        if count == blocks:
+            break
+        blocks = count
+    reps = np.zeros(blocks, dtype=np.int64)
+    reps[part[::-1]] = np.arange(len(part))[::-1]  # first state of each block
+    new_table = np.where(table[reps] >= 0, part[np.maximum(table[reps], 0)], -1)
+    return new_table.astype(np.int32), accepting[reps], int(part[0])
+
+
+def canonical_order(table: np.ndarray, accepting: np.ndarray, start: int | None = None):
+    """Renumber breadth first from `start`, so the start state becomes 0."""
+    n = table.shape[0]
+    start = 0 if start is None else start
+    order = [start]
+    seen = np.zeros(n, dtype=bool)
+    seen[start] = True
+    i = 0
+    while i < len(order):
+        for t in table[order[i]]:
+            if t >= 0 and not seen[t]:
+                seen[t] = True
+                order.append(int(t))
+        i += 1
+    renum = np.full(n + 1, -1, dtype=np.int32)
+    renum[np.array(order)] = np.arange(len(order), dtype=np.int32)
+    return renum[table[order]], accepting[order]

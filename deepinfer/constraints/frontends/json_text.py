@@ -1,0 +1,156 @@
+"""JSON text pieces for the JSON Schema front end: whitespace, strings, literals.
+
+Owns how decoded JSON values map to JSON text in the IR: the bounded whitespace
+policies, the JSON encoding of string characters (so that a constraint on the
+*decoded* string value, such as `pattern` or `maxLength`, becomes an exact
+constraint on the JSON text), and the text of fixed JSON values (`const`,
+`enum`). Knows nothing about schemas or automata.
+"""
+
+from __future__ import annotations
+
+import json
+
+from deepinfer.constraints import ir
+from deepinfer.constraints.ir import CharClass, Expr, alt, literal, optional, repeat, seq
+
+WHITESPACE_MODES = ("default", "compact", "unbounded")
+MAX_INDENT = 20  # default mode: a run is at most one newline plus this many spaces/tabs
+
+_QUOTE, _BACKSLASH = ord('"'), ord("\\")
+_NAMED_ESCAPES = {0x08: "\\b", 0x0C: "\\f", 0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t", _QUOTE: '\\"',
+                  _BACKSLASH: "\\\\"}
+HEX = CharClass.of([(ord("0"), ord("9")), (ord("a"), ord("f")), (ord("A"), ord("F"))])
+DIGIT = CharClass.of([(ord("0"), ord("9"))])
+NONZERO = CharClass.of([(ord("1"), ord("9"))])
+# characters that appear unescaped inside a JSON string
+PLAIN = CharClass.of([(0x20, 0x21), (0x23, 0x5B), (0x5D, ir.MAX_CODEPOINT)])
+
+
+class Whitespace:
+    """Where and how much whitespace the grammar allows between JSON tokens."""
+
+    def __init__(self, mode: str = "default"):
+        if mode not in WHITESPACE_MODES:
+            raise ValueError(f"whitespace must be one of {WHITESPACE_MODES}, not {mode!r}")
+        self.mode = mode
+        if mode == "compact":
+            self.ws = ir.EMPTY
+            self.comma, self.colon = literal(","), literal(":")
+        else:
+            if mode == "unbounded":
+                self.ws = repeat(CharClass.of([(9, 10), (13, 13), (32, 32)]))
+            else:
+                # json.dumps(indent=...) and pretty printers: one line break, then indentation
+                newline = alt(literal("\n"), literal("\r\n"))
+                self.ws = seq(optional(newline), repeat(CharClass.of([(9, 9), (32, 32)]), 0, MAX_INDENT))
+            self.comma = seq(self.ws, literal(","), self.ws)
+            self.colon = seq(self.ws, literal(":"), self.ws)
+
+    def open(self, bracket: str) -> Expr:
+        return seq(literal(bracket), self.ws)
+
+    def close(self, bracket: str) -> Expr:
+        return seq(self.ws, literal(bracket))
+
+
+def encode_codepoints(cls: CharClass) -> Expr:
+    """The JSON string encodings of one decoded character from `cls`.
+
+    Plain characters stand for themselves; quote, backslash and control
+    characters become their escapes (json.dumps's form, plus the equivalent
+    `\\uXXXX` spellings), and `/` may also be written `\\/`. Each encoding
+    decodes to exactly one character of `cls`, so the substitution is exact.
+    """
+    plain = _intersect(cls.ranges, PLAIN.ranges)
+    parts: list[Expr] = [CharClass(plain)] if plain else []
+    for lo, hi in _intersect(cls.ranges, ((0, 0x1F), (_QUOTE, _QUOTE), (_BACKSLASH, _BACKSLASH))):
+        for cp in range(lo, hi + 1):
+            parts.append(_escapes(cp))
+    if cls.contains(ord("/")):
+        parts.append(literal("\\/"))
+    return alt(*parts) if parts else ir.NOTHING
+
+
+def _escapes(cp: int) -> Expr:
+    forms = [literal(f"\\u{cp:04x}")]
+    if f"{cp:04x}" != f"{cp:04X}":
+        forms.append(literal(f"\\u{cp:04X}"))
+    if cp in _NAMED_ESCAPES:
+        forms.insert(0, literal(_NAMED_ESCAPES[cp]))
+    return alt(*forms)
+
+
+def encode_text(text: str) -> Expr:
+    """The canonical JSON encoding of a decoded string's characters (no quotes)."""
+    return literal(json.dumps(text, ensure_ascii=False)[1:-1])
+
+
+def encode_expr(expr: Expr) -> Expr:
+    """Map a regular expression over decoded characters to one over JSON string text."""
+    match expr:
+        case ir.Literal(text):
+            return seq(*(encode_codepoints(CharClass.of([(ord(c), ord(c))])) for c in text))
+        case CharClass():
+            return encode_codepoints(expr)
+        case ir.Seq(items):
+            return seq(*(encode_expr(i) for i in items))
+        case ir.Alt(items):
+            return alt(*(encode_expr(i) for i in items)) if items else ir.NOTHING
+        case ir.Repeat(item, lo, hi):
+            return repeat(encode_expr(item), lo, hi)
+    raise TypeError(f"cannot JSON-encode {expr!r}")
+
+
+ANY_CHAR = CharClass.any_char()
+# any JSON string character, including every escape JSON allows
+STRING_CHAR = alt(PLAIN, seq(literal("\\"), alt(CharClass.of([(ord(c), ord(c)) for c in '"\\/bfnrt']),
+                                                 seq(literal("u"), HEX, HEX, HEX, HEX))))
+
+
+def quoted(body: Expr) -> Expr:
+    return seq(literal('"'), body, literal('"'))
+
+
+def any_string() -> Expr:
+    return quoted(repeat(STRING_CHAR))
+
+
+def value_text(value, ws: Whitespace) -> Expr:
+    """The JSON text of a fixed value, with the configured whitespace inside containers."""
+    if isinstance(value, dict):
+        if not value:
+            return seq(ws.open("{"), literal("}"))
+        members = []
+        for i, (key, val) in enumerate(value.items()):
+            if i:
+                members.append(ws.comma)
+            members += [quoted(encode_text(key)), ws.colon, value_text(val, ws)]
+        return seq(ws.open("{"), *members, ws.close("}"))
+    if isinstance(value, list):
+        if not value:
+            return seq(ws.open("["), literal("]"))
+        items = []
+        for i, val in enumerate(value):
+            if i:
+                items.append(ws.comma)
+            items.append(value_text(val, ws))
+        return seq(ws.open("["), *items, ws.close("]"))
+    if isinstance(value, str):
+        return quoted(encode_text(value))
+    if isinstance(value, float) and value.is_integer():
+        return alt(literal(json.dumps(value)), literal(str(int(value))))  # 1.0 == 1 in JSON Schema
+    return literal(json.dumps(value))
+
+
+def _intersect(a, b) -> tuple[tuple[int, int], ...]:
+    out, i, j = [], 0, 0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if lo <= hi:
+            out.append((lo, hi))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return tuple(out)
