@@ -142,10 +142,10 @@ def _dequantize(tensor) -> np.ndarray:
 
 
 def _state_dict(reader, config: dict[str, Any], source: str,
-                progress: Callable[[int], None] | None) -> dict[str, torch.Tensor]:
+                progress: Callable[[int, int], None] | None) -> dict[str, torch.Tensor]:
     permute = config["model_type"] in _PERMUTED_QK
     state: dict[str, torch.Tensor] = {}
-    for tensor in reader.tensors:
+    for index, tensor in enumerate(reader.tensors):
         name = hf_tensor_name(tensor.name)
         if name is None:
             raise ModelLoadError(f"GGUF file {source} holds the tensor '{tensor.name}', which has no "
@@ -163,15 +163,14 @@ def _state_dict(reader, config: dict[str, Any], source: str,
             weight = unpermute_qk(weight, config["num_key_value_heads"])
         state[name] = torch.from_numpy(np.require(weight, requirements=["C", "W"]))  # F32 ones are read-only memmaps
         if progress is not None:
-            progress(1)
+            progress(index + 1, len(reader.tensors))
     return state
 
 
-def read_gguf(path: str | Path, progress: Callable[[int], None] | None = None) -> GGUFModel:
+def read_gguf(path: str | Path, progress: Callable[[int, int], None] | None = None) -> GGUFModel:
     """Read a .gguf file: config, dequantized float32 HF tensors and tokenizer files.
 
-    progress, if given, is called with 1 after each tensor (for a progress bar over
-    `count_tensors(path)` steps).
+    progress, if given, is called as progress(tensors_done, tensors_total) after each tensor.
     """
     path = Path(path)
     reader, metadata = open_gguf(path)
@@ -194,11 +193,6 @@ def read_gguf(path: str | Path, progress: Callable[[int], None] | None = None) -
 def _eos_order(config: dict[str, Any]) -> Callable[[int], tuple[int, int]]:
     # The config's own eos first (transformers treats the first as the primary one).
     return lambda i: (i != config.get("eos_token_id"), i)
-
-
-def count_tensors(path: str | Path) -> int:
-    reader, _ = open_gguf(Path(path))
-    return len(reader.tensors)
 
 
 def write_hf_directory(model: GGUFModel, out_dir: str | Path) -> Path:
