@@ -1,0 +1,74 @@
+import random
+
+import pytest
+import torch
+
+from deepinfer.kvcache import BlockManager, BlockTable, KVPool, PagedKVCache, SeqSlice
+from deepinfer.kvcache.paged import LayerShape
+from deepinfer.model.kv import causal_attention
+
+H, HKV, DK, DV, BS = 6, 2, 16, 8, 4
+
+
+def make(num_blocks=64):
+    shapes = [LayerShape((HKV, DK), (HKV, DV))]
+    return KVPool(shapes, num_blocks, BS, torch.float32), BlockManager(num_blocks, BS)
+
+
+def run_step(pool, bm, seqs, qkv, invariant, window=None):
+    """seqs: list of (table, num_cached, num_new); qkv: list of (q, k, v) for the new tokens."""
+    slices = []
+    for table, cached, new in seqs:
+        assert bm.grow(table, cached + new)
+        slices.append(SeqSlice(table.block_ids, cached, new))
+    cache = PagedKVCache(pool, slices, invariant=invariant, q_tile=4, kv_tile=8)
+    q = torch.cat([x[0] for x in qkv]); k = torch.cat([x[1] for x in qkv]); v = torch.cat([x[2] for x in qkv])
+    return cache.attend(0, q, k, v, scale=0.25, sliding_window=window)
+
+
+def rand_seq(n, seed):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(n, H, DK, generator=g), torch.randn(n, HKV, DK, generator=g), torch.randn(n, HKV, DV, generator=g)
+
+
+@pytest.mark.parametrize("invariant", [True, False])
+@pytest.mark.parametrize("window", [None, 5])
+def test_matches_dense_attention_for_mixed_batch(invariant, window):
+    pool, bm = make()
+    lengths = [13, 1, 30]
+    data = [rand_seq(n, i) for i, n in enumerate(lengths)]
+    tables = [BlockTable() for _ in lengths]
+    # first pass: prefill the first 10 tokens (or all) of each; second pass: the rest
+    split = [min(10, n - 1) for n in lengths]
+    run_step(pool, bm, [(t, 0, s) for t, s in zip(tables, split)],
+             [(q[:s], k[:s], v[:s]) for (q, k, v), s in zip(data, split)], invariant, window)
+    out = run_step(pool, bm, [(t, s, n - s) for t, s, n in zip(tables, split, lengths)],
+                   [(q[s:], k[s:], v[s:]) for (q, k, v), s in zip(data, split)], invariant, window)
+    offset = 0
+    for (q, k, v), s, n in zip(data, split, lengths):
+        ref = causal_attention(q[s:], k, v, s, scale=0.25, sliding_window=window)
+        torch.testing.assert_close(out[offset:offset + n - s], ref, rtol=1e-5, atol=1e-5)
+        offset += n - s
+
+
+def test_invariant_mode_is_bitwise_independent_of_batch_and_chunking():
+    q, k, v = rand_seq(37, 0)
+    # alone, one prefill
+    pool, bm = make()
+    alone = run_step(pool, bm, [(BlockTable(), 0, 37)], [(q, k, v)], True)
+    # token by token (decode), inside batches of random other sequences
+    rng = random.Random(0)
+    pool, bm = make(256)
+    table, pieces, pos = BlockTable(), [], 0
+    while pos < 37:
+        n = rng.choice([1, 1, 3, 7])
+        n = min(n, 37 - pos)
+        others = [(BlockTable(), 0, rng.randint(1, 20)) for _ in range(rng.randint(0, 4))]
+        data = [rand_seq(o[2], rng.randint(1, 10**6)) for o in others]
+        seqs = others + [(table, pos, n)]
+        out = run_step(pool, bm, seqs, data + [(q[pos:pos + n], k[pos:pos + n], v[pos:pos + n])], True)
+        pieces.append(out[-n:])
+        for o in others:
+            bm.free(o[0])
+        pos += n
+    assert torch.equal(torch.cat(pieces), alone)
