@@ -1,0 +1,110 @@
+"""The ASGI app: routes, API-key auth, protocol-shaped errors, request metrics.
+
+`create_app(state)` wires a ready `ServerState` (engine, tokenizer, compiler
+...) into FastAPI; `backend.py` builds that state from a model path. Errors
+are rendered in the protocol of the route (Anthropic's shape under
+/v1/messages, OpenAI's elsewhere).
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import time
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.responses import JSONResponse, PlainTextResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from deepinfer.server.errors import APIError
+from deepinfer.server.routes_anthropic import router as anthropic_router
+from deepinfer.server.routes_openai import router as openai_router
+from deepinfer.server.routes_responses import router as responses_router
+from deepinfer.server.state import ServerState, get_state
+
+log = logging.getLogger("deepinfer.server")
+
+
+def protocol_of(path: str) -> str:
+    return "anthropic" if path.startswith("/v1/messages") else "openai"
+
+
+async def require_api_key(request: Request) -> None:
+    """Every route but /health: `Authorization: Bearer KEY` or Anthropic's `x-api-key: KEY`."""
+    expected = get_state(request).config.api_key
+    if expected is None:
+        return
+    auth = request.headers.get("authorization", "")
+    given = auth[7:].strip() if auth.lower().startswith("bearer ") else request.headers.get("x-api-key")
+    if given is None or not hmac.compare_digest(given.encode(), expected.encode()):
+        raise APIError(401, "missing or invalid API key: send 'Authorization: Bearer <key>' "
+                            "(or 'x-api-key: <key>')", code="invalid_api_key")
+
+
+class MetricsMiddleware:
+    """Counts requests by route and final status; tracks requests in flight."""
+
+    def __init__(self, app, state: ServerState) -> None:
+        self.app = app
+        self.state = state
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        status = {"code": 500}
+
+        async def send_wrapper(message):
+            if message["type"] == "http.response.start":
+                status["code"] = message["status"]
+            await send(message)
+
+        metrics = self.state.metrics
+        metrics.in_flight += 1
+        try:
+            await self.app(scope, receive, send_wrapper)
+        finally:
+            metrics.in_flight -= 1
+            metrics.record_request(scope["path"], status["code"])
+
+
+def create_app(state: ServerState) -> FastAPI:
+    app = FastAPI(title="deepinfer", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.deepinfer = state
+    app.add_middleware(MetricsMiddleware, state=state)
+
+    @app.exception_handler(APIError)
+    async def api_error(request: Request, exc: APIError):
+        return JSONResponse(exc.body(protocol_of(request.url.path)), status_code=exc.status)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException):
+        err = APIError(exc.status_code, str(exc.detail))
+        return JSONResponse(err.body(protocol_of(request.url.path)), status_code=exc.status_code)
+
+    @app.exception_handler(Exception)
+    async def internal_error(request: Request, exc: Exception):
+        log.exception("internal error on %s", request.url.path)
+        err = APIError(500, f"internal server error: {type(exc).__name__}: {exc}")
+        return JSONResponse(err.body(protocol_of(request.url.path)), status_code=500)
+
+    @app.get("/health")
+    async def health():
+        return {"status": "ok"}
+
+    secured = [Depends(require_api_key)]
+
+    @app.get("/v1/models", dependencies=secured)
+    async def models(request: Request):
+        name = get_state(request).config.model_name
+        return {"object": "list", "data": [{"id": name, "object": "model", "created": int(time.time()),
+                                            "owned_by": "deepinfer"}]}
+
+    @app.get("/metrics", dependencies=secured)
+    async def metrics(request: Request):
+        st = get_state(request)
+        return PlainTextResponse(st.metrics.render(st.engine_stats()),
+                                 media_type="text/plain; version=0.0.4")
+
+    for router in (openai_router, responses_router, anthropic_router):
+        app.include_router(router, dependencies=secured)
+    return app

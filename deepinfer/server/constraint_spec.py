@@ -1,0 +1,168 @@
+"""One constraint per request: collect the candidates, refuse two, build tool schemas.
+
+Every protocol offers several places to ask for structured output (OpenAI
+`response_format`, vLLM `structured_outputs`, SGLang `regex`/`ebnf`, forced
+tool calls ...). The translators gather every one the request used as a
+`ConstraintSpec` naming its source field; `single_constraint` refuses more
+than one. Compilation (and its 400s) is `validation.py`'s job.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from deepinfer.server.errors import bad_request
+
+Kind = Literal["json_schema", "regex", "grammar"]
+
+_REGEX_SPECIALS = set(".^$*+?{}[]\\|()")
+
+
+@dataclass(frozen=True)
+class ConstraintSpec:
+    """What to compile: a JSON Schema (dict), a regex or a grammar text."""
+
+    kind: Kind
+    value: Any
+    source: str  # the request field that asked for it, for error messages
+    syntax: str = "lark"  # grammars only: "lark" or "gbnf"
+    strict: bool = False  # JSON Schema only: OpenAI-style strict mode requested
+
+
+@dataclass(frozen=True)
+class ToolDecl:
+    """A function tool, whatever protocol declared it."""
+
+    name: str
+    description: str | None
+    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object"})
+    strict: bool = False
+
+
+def single_constraint(candidates: list[ConstraintSpec]) -> ConstraintSpec | None:
+    """The one constraint of a request, or a 400 naming both fields if there are two."""
+    if len(candidates) > 1:
+        names = ", ".join(f"'{c.source}'" for c in candidates)
+        raise bad_request(f"only one constraint per request is supported, but this request sets {names}",
+                          param=candidates[1].source, code="multiple_constraints")
+    return candidates[0] if candidates else None
+
+
+def regex_for_choices(choices: list[str], source: str) -> ConstraintSpec:
+    """vLLM's `choice`: the output is exactly one of the given strings."""
+    if not choices:
+        raise bad_request(f"'{source}' must list at least one choice", param=source)
+    escaped = ["".join("\\" + ch if ch in _REGEX_SPECIALS else ch for ch in c) for c in choices]
+    return ConstraintSpec("regex", "(" + "|".join(escaped) + ")", source)
+
+
+def grammar_syntax(text: str) -> str:
+    """GBNF (`rule ::= ...`, also xgrammar's EBNF) or lark (`rule: ...`)."""
+    return "gbnf" if "::=" in text else "lark"
+
+
+def schema_from_json_field(value: Any, source: str) -> dict:
+    """A schema given as an object or as a JSON string (vLLM accepts both)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise bad_request(f"'{source}' is not valid JSON: {exc.msg} at line {exc.lineno} "
+                              f"column {exc.colno}", param=source) from None
+    if not isinstance(value, (dict, bool)):
+        raise bad_request(f"'{source}' must be a JSON Schema object", param=source)
+    return value
+
+
+def structured_outputs_spec(so, source: str = "structured_outputs") -> ConstraintSpec | None:
+    """vLLM `structured_outputs`: exactly one of json / regex / choice / grammar."""
+    if so is None:
+        return None
+    if so.whitespace_pattern is not None:
+        raise bad_request(f"'{source}.whitespace_pattern' is not supported (whitespace in JSON is "
+                          "bounded by the compiler)", param=f"{source}.whitespace_pattern")
+    found = []
+    if so.json_ is not None:
+        found.append(ConstraintSpec("json_schema", schema_from_json_field(so.json_, f"{source}.json"),
+                                    f"{source}.json"))
+    if so.regex is not None:
+        found.append(ConstraintSpec("regex", so.regex, f"{source}.regex"))
+    if so.choice is not None:
+        found.append(regex_for_choices(so.choice, f"{source}.choice"))
+    if so.grammar is not None:
+        found.append(ConstraintSpec("grammar", so.grammar, f"{source}.grammar",
+                                    syntax=grammar_syntax(so.grammar)))
+    if not found:
+        raise bad_request(f"'{source}' must set one of json, regex, choice, grammar", param=source)
+    return single_constraint(found)
+
+
+def extra_field_specs(req) -> list[ConstraintSpec]:
+    """Constraints from the vLLM/SGLang extra fields shared by every protocol."""
+    specs = []
+    so = structured_outputs_spec(req.structured_outputs)
+    if so is not None:
+        specs.append(so)
+    if req.regex is not None:
+        specs.append(ConstraintSpec("regex", req.regex, "regex"))
+    if req.ebnf is not None:
+        specs.append(ConstraintSpec("grammar", req.ebnf, "ebnf", syntax=grammar_syntax(req.ebnf)))
+    return specs
+
+
+def tool_call_schema(tools: list[ToolDecl]) -> dict:
+    """The JSON Schema of one call: {"name": <const>, "arguments": <parameters>}.
+
+    With several tools it is an anyOf over the tools, so the name decides which
+    parameters schema the arguments must satisfy.
+    """
+    def one(tool: ToolDecl) -> dict:
+        return {"type": "object",
+                "properties": {"name": {"const": tool.name}, "arguments": tool.parameters},
+                "required": ["name", "arguments"], "additionalProperties": False}
+
+    if len(tools) == 1:
+        return one(tools[0])
+    return {"anyOf": [one(t) for t in tools]}
+
+
+def forced_tool_spec(tools: list[ToolDecl], choice: str | None, source: str) -> ConstraintSpec:
+    """The constraint for a required call (`choice` None) or a call to the named tool."""
+    if choice is not None:
+        chosen = [t for t in tools if t.name == choice]
+        if not chosen:
+            known = ", ".join(t.name for t in tools) or "none"
+            raise bad_request(f"'{source}' names tool '{choice}', which is not among the declared "
+                              f"tools ({known})", param=source)
+        tools = chosen
+    return ConstraintSpec("json_schema", tool_call_schema(tools), source,
+                          strict=all(t.strict for t in tools))
+
+
+def parse_tool_call(text: str, tools: list[ToolDecl]) -> tuple[str, dict] | None:
+    """(name, arguments) from generated text shaped like `tool_call_schema`, else None.
+
+    Also accepts the common `<tool_call>{...}</tool_call>` wrapping that chat
+    templates teach models, for unconstrained (`auto`) calls.
+    """
+    body = text.strip()
+    if body.startswith("<tool_call>") and body.endswith("</tool_call>"):
+        body = body[len("<tool_call>"):-len("</tool_call>")].strip()
+    try:
+        value = json.loads(body)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(value, dict):
+        return None
+    args = value.get("arguments", value.get("parameters"))
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except json.JSONDecodeError:
+            return None
+    names = {t.name for t in tools}
+    if value.get("name") in names and isinstance(args, dict):
+        return value["name"], args
+    return None

@@ -1,0 +1,176 @@
+"""Finished choices and deltas -> OpenAI Chat Completions / Completions JSON.
+
+Non-streaming bodies and the `chat.completion.chunk` / `text_completion`
+stream chunks, in the shapes the official SDK parses. Tool calls come back as
+`message.tool_calls` with `finish_reason: "tool_calls"`.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from typing import Any
+
+from deepinfer.server.constraint_spec import parse_tool_call
+from deepinfer.server.errors import APIError
+from deepinfer.server.job import ChoiceResult, Job, TokenLogprob, Usage
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}{secrets.token_hex(12)}"
+
+
+def usage_json(usage: Usage) -> dict:
+    return {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
+            "total_tokens": usage.total_tokens,
+            "prompt_tokens_details": {"cached_tokens": usage.cached_tokens}}
+
+
+def finish_reason(reason: str | None) -> str:
+    return {"length": "length"}.get(reason or "stop", "stop")
+
+
+def raise_if_failed(results: list[ChoiceResult]) -> None:
+    for r in results:
+        if r.finish_reason == "error":
+            raise APIError(500, f"generation failed: {r.error or 'unknown engine error'}")
+
+
+def token_logprob_json(lp: TokenLogprob) -> dict:
+    def entry(token: str, logprob: float) -> dict:
+        return {"token": token, "logprob": logprob, "bytes": list(token.encode("utf-8"))}
+    return {**entry(lp.token, lp.logprob), "top_logprobs": [entry(t, p) for t, _, p in lp.top]}
+
+
+def chat_logprobs(job: Job, logprobs: list[TokenLogprob]) -> dict | None:
+    if job.sampling.logprobs is None:
+        return None
+    return {"content": [token_logprob_json(lp) for lp in logprobs], "refusal": None}
+
+
+def resolve_tool_call(job: Job, result: ChoiceResult) -> None:
+    """Parse a finished choice's text as a tool call when the job allows tools."""
+    if job.tool_mode == "none" or result.finish_reason not in ("stop", None):
+        return
+    result.tool_call = parse_tool_call(result.text, job.tools)
+    if job.tool_mode == "forced" and result.tool_call is None:
+        raise APIError(500, "the forced tool call did not parse as JSON matching the tool schema")
+
+
+def tool_calls_json(call: tuple[str, dict], call_id: str, index: int | None = None) -> list[dict]:
+    item = {"id": call_id, "type": "function",
+            "function": {"name": call[0], "arguments": json.dumps(call[1], ensure_ascii=False)}}
+    if index is not None:
+        item = {"index": index, **item}
+    return [item]
+
+
+def chat_message(job: Job, result: ChoiceResult) -> tuple[dict, str]:
+    resolve_tool_call(job, result)
+    if result.tool_call is not None:
+        msg = {"role": "assistant", "content": None, "refusal": None,
+               "tool_calls": tool_calls_json(result.tool_call, new_id("call_"))}
+        return msg, "tool_calls"
+    return ({"role": "assistant", "content": result.text, "refusal": None},
+            finish_reason(result.finish_reason))
+
+
+def chat_completion(job: Job, results: list[ChoiceResult], model: str, usage: Usage) -> dict:
+    raise_if_failed(results)
+    choices = []
+    for r in results:
+        message, reason = chat_message(job, r)
+        choices.append({"index": r.index, "message": message, "logprobs": chat_logprobs(job, r.logprobs),
+                        "finish_reason": reason})
+    return {"id": new_id("chatcmpl-"), "object": "chat.completion", "created": int(time.time()),
+            "model": model, "system_fingerprint": "deepinfer", "choices": choices,
+            "usage": usage_json(usage)}
+
+
+def completion_logprobs(job: Job, logprobs: list[TokenLogprob], offset: int) -> dict | None:
+    if job.sampling.logprobs is None:
+        return None
+    offsets = []
+    for lp in logprobs:
+        offsets.append(offset)
+        offset += len(lp.token)
+    return {"tokens": [lp.token for lp in logprobs], "token_logprobs": [lp.logprob for lp in logprobs],
+            "top_logprobs": [{t: p for t, _, p in lp.top} for lp in logprobs], "text_offset": offsets}
+
+
+def completion(job: Job, results: list[ChoiceResult], model: str, usage: Usage, echo: bool) -> dict:
+    raise_if_failed(results)
+    prefix = job.prompt_text if echo else ""
+    choices = [{"index": r.index, "text": prefix + r.text,
+                "logprobs": completion_logprobs(job, r.logprobs, len(prefix)),
+                "finish_reason": finish_reason(r.finish_reason)} for r in results]
+    return {"id": new_id("cmpl-"), "object": "text_completion", "created": int(time.time()),
+            "model": model, "system_fingerprint": "deepinfer", "choices": choices,
+            "usage": usage_json(usage)}
+
+
+class ChatChunks:
+    """Builds `chat.completion.chunk` objects for one streamed request."""
+
+    def __init__(self, job: Job, model: str) -> None:
+        self.job = job
+        self.id = new_id("chatcmpl-")
+        self.created = int(time.time())
+        self.model = model
+        # Tool-capable choices are buffered: whether the text is a call is known only at the end.
+        self.buffer_tools = job.tool_mode != "none"
+
+    def chunk(self, choices: list[dict], usage: Usage | None = None) -> dict:
+        body: dict[str, Any] = {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
+                                "model": self.model, "system_fingerprint": "deepinfer", "choices": choices}
+        if usage is not None:
+            body["usage"] = usage_json(usage)
+        return body
+
+    def role(self, index: int) -> dict:
+        return self.chunk([{"index": index, "delta": {"role": "assistant", "content": ""},
+                            "logprobs": None, "finish_reason": None}])
+
+    def content(self, index: int, text: str, logprobs: list[TokenLogprob]) -> dict:
+        return self.chunk([{"index": index, "delta": {"content": text},
+                            "logprobs": chat_logprobs(self.job, logprobs), "finish_reason": None}])
+
+    def finish(self, result: ChoiceResult) -> list[dict]:
+        """Closing chunk(s) of a choice; buffered tool-capable choices are emitted here."""
+        out = []
+        if self.buffer_tools:
+            message, reason = chat_message(self.job, result)
+            if message.get("tool_calls"):
+                calls = [{"index": 0, **c} for c in message["tool_calls"]]
+                out.append(self.chunk([{"index": result.index, "delta": {"tool_calls": calls},
+                                        "logprobs": None, "finish_reason": None}]))
+            elif result.text:
+                out.append(self.content(result.index, result.text, result.logprobs))
+        else:
+            reason = finish_reason(result.finish_reason)
+        out.append(self.chunk([{"index": result.index, "delta": {}, "logprobs": None,
+                                "finish_reason": reason}]))
+        return out
+
+    def usage(self, usage: Usage) -> dict:
+        return self.chunk([], usage)
+
+
+class CompletionChunks:
+    def __init__(self, job: Job, model: str) -> None:
+        self.job = job
+        self.id = new_id("cmpl-")
+        self.created = int(time.time())
+        self.model = model
+
+    def chunk(self, index: int, text: str, logprobs: list[TokenLogprob] | None, reason: str | None,
+              offset: int = 0) -> dict:
+        return {"id": self.id, "object": "text_completion", "created": self.created, "model": self.model,
+                "choices": [{"index": index, "text": text, "finish_reason": reason,
+                             "logprobs": completion_logprobs(self.job, logprobs or [], offset)
+                             if logprobs is not None else None}]}
+
+    def usage(self, usage: Usage) -> dict:
+        return {"id": self.id, "object": "text_completion", "created": self.created, "model": self.model,
+                "choices": [], "usage": usage_json(usage)}

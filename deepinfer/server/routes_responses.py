@@ -1,0 +1,135 @@
+"""`POST /v1/responses`: the Response object and its typed stream events."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from deepinfer.server import sse
+from deepinfer.server.errors import APIError
+from deepinfer.server.format_openai import new_id, raise_if_failed, resolve_tool_call
+from deepinfer.server.job import ChoiceResult, Job, TokenLogprob, Usage
+from deepinfer.server.protocol.responses import ResponsesRequest
+from deepinfer.server.state import collect, get_state, parse_body, usage_of
+from deepinfer.server.translate_responses import responses_job
+
+router = APIRouter()
+
+
+def _logprobs(job: Job, lps: list[TokenLogprob]) -> list[dict]:
+    if job.sampling.logprobs is None:
+        return []
+    return [{"token": lp.token, "logprob": lp.logprob, "bytes": list(lp.token.encode()),
+             "top_logprobs": [{"token": t, "logprob": p, "bytes": list(t.encode())} for t, _, p in lp.top]}
+            for lp in lps]
+
+
+def _usage(usage: Usage) -> dict:
+    return {"input_tokens": usage.prompt_tokens, "input_tokens_details": {"cached_tokens": usage.cached_tokens},
+            "output_tokens": usage.completion_tokens, "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": usage.total_tokens}
+
+
+def output_items(job: Job, result: ChoiceResult, msg_id: str) -> list[dict]:
+    resolve_tool_call(job, result)
+    if result.tool_call is not None:
+        name, args = result.tool_call
+        return [{"type": "function_call", "id": new_id("fc_"), "call_id": new_id("call_"), "name": name,
+                 "arguments": json.dumps(args, ensure_ascii=False), "status": "completed"}]
+    part = {"type": "output_text", "text": result.text, "annotations": [],
+            "logprobs": _logprobs(job, result.logprobs)}
+    return [{"type": "message", "id": msg_id, "status": "completed", "role": "assistant", "content": [part]}]
+
+
+def response_object(req: ResponsesRequest, resp_id: str, created: int, model: str, status: str,
+                    output: list[dict], usage: Usage | None, finish: str | None) -> dict:
+    incomplete = {"reason": "max_output_tokens"} if finish == "length" else None
+    return {"id": resp_id, "object": "response", "created_at": created, "model": model,
+            "status": "incomplete" if incomplete and status == "completed" else status,
+            "incomplete_details": incomplete, "error": None, "instructions": req.instructions,
+            "max_output_tokens": req.max_output_tokens, "metadata": req.metadata or {}, "output": output,
+            "parallel_tool_calls": req.parallel_tool_calls if req.parallel_tool_calls is not None else True,
+            "previous_response_id": None, "reasoning": None, "store": False,
+            "temperature": req.temperature, "top_p": req.top_p,
+            "text": req.text.model_dump(by_alias=True, exclude_none=True) if req.text else {"format": {"type": "text"}},
+            "tool_choice": req.tool_choice if isinstance(req.tool_choice, str) or req.tool_choice is None
+            else req.tool_choice.model_dump(),
+            "tools": [t.model_dump(exclude_none=True) for t in req.tools or []], "truncation": "disabled",
+            "user": req.user, "usage": _usage(usage) if usage is not None else None}
+
+
+@router.post("/v1/responses")
+async def responses(request: Request):
+    state = get_state(request)
+    req = await parse_body(request, ResponsesRequest)
+    job = responses_job(req, state.tokenizer, state.config)
+    await state.validator.validate(job.constraint)
+    resp_id, created, model = new_id("resp_"), int(time.time()), state.config.model_name
+    if req.stream:
+        return StreamingResponse(_events(state, req, job, resp_id, created), media_type="text/event-stream")
+    results = await collect(state, job, resp_id, request)
+    raise_if_failed(results)
+    output = output_items(job, results[0], new_id("msg_"))
+    return JSONResponse(response_object(req, resp_id, created, model, "completed", output,
+                                        usage_of(job, results), results[0].finish_reason))
+
+
+async def _events(state, req, job, resp_id, created):
+    seq = 0
+    model = state.config.model_name
+
+    def ev(kind: str, **payload) -> str:
+        nonlocal seq
+        seq += 1
+        return sse.event(kind, {"type": kind, "sequence_number": seq - 1, **payload})
+
+    base = response_object(req, resp_id, created, model, "in_progress", [], None, None)
+    yield ev("response.created", response=base)
+    yield ev("response.in_progress", response=base)
+    result = ChoiceResult(index=0)
+    msg_id = new_id("msg_")
+    text_open = job.tool_mode == "none"  # tool-capable output is buffered until it is known
+    loc = {"item_id": msg_id, "output_index": 0, "content_index": 0}
+    if text_open:
+        yield ev("response.output_item.added", output_index=0,
+                 item={"type": "message", "id": msg_id, "status": "in_progress", "role": "assistant",
+                       "content": []})
+        yield ev("response.content_part.added", **loc,
+                 part={"type": "output_text", "text": "", "annotations": [], "logprobs": []})
+    try:
+        async for d in state.runner.stream(job, resp_id):
+            result.add(d)
+            if d.finish_reason == "error":
+                raise APIError(500, f"generation failed: {d.error or 'unknown engine error'}")
+            if text_open and (d.text or d.logprobs):
+                yield ev("response.output_text.delta", **loc, delta=d.text, logprobs=_logprobs(job, d.logprobs))
+        items = output_items(job, result, msg_id)
+    except APIError as exc:
+        failed = response_object(req, resp_id, created, model, "failed", [], None, None)
+        failed["error"] = {"code": "server_error", "message": exc.message}
+        yield ev("response.failed", response=failed)
+        return
+    item = items[0]
+    if item["type"] == "function_call":
+        yield ev("response.output_item.added", output_index=0, item={**item, "arguments": "", "status": "in_progress"})
+        yield ev("response.function_call_arguments.delta", item_id=item["id"], output_index=0,
+                 delta=item["arguments"])
+        yield ev("response.function_call_arguments.done", item_id=item["id"], output_index=0,
+                 name=item["name"], arguments=item["arguments"])
+    else:
+        part = item["content"][0]
+        if not text_open:
+            yield ev("response.output_item.added", output_index=0,
+                     item={**item, "status": "in_progress", "content": []})
+            yield ev("response.content_part.added", **loc, part={**part, "text": ""})
+            yield ev("response.output_text.delta", **loc, delta=part["text"], logprobs=part["logprobs"])
+        yield ev("response.output_text.done", **loc, text=part["text"], logprobs=part["logprobs"])
+        yield ev("response.content_part.done", **loc, part=part)
+    yield ev("response.output_item.done", output_index=0, item=item)
+    usage = usage_of(job, [result])
+    state.metrics.record_tokens(usage.prompt_tokens, usage.completion_tokens)
+    final = response_object(req, resp_id, created, model, "completed", items, usage, result.finish_reason)
+    yield ev("response.incomplete" if final["status"] == "incomplete" else "response.completed", response=final)
