@@ -1,0 +1,159 @@
+"""The context-free TokenAutomaton: Earley over lexemes + lexeme DFAs over bytes.
+
+A state is the Earley chart so far plus the lexer *threads*: (lexeme, origin
+set, DFA state) for every lexeme being read, one per way of splitting the
+text (the dynamic lexing of "terminals expanded in place"). After each byte
+every thread steps its DFA; threads in an accepting state also complete their
+lexeme, which builds a new item set and starts threads for the lexemes it
+expects (the old thread goes on too: a lexeme may be longer).
+
+Masks are exact: a token is allowed iff some thread reads it entirely (then a
+completion exists: DFAs are trimmed and Earley items are viable prefixes of a
+grammar whose rules are all productive) or some thread accepts in the middle
+of it and the rest of the token is allowed after completing that lexeme. The
+first part is a cached per-(DFA, state) vector (scan.py); the second recurses
+only on the tokens that cross a boundary, with one Earley step per
+(thread, recursion level), never a loop over the vocabulary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..masks import pack_mask
+from ..vocab import Vocabulary
+from .earley import Chart, Parser
+from .lexemes import Bnf, lexeme_index
+from .scan import ROOT, ScanCache
+
+MAX_FORCED = 4096
+Thread = tuple  # (lexeme index, origin set, dfa state)
+
+
+@dataclass(frozen=True, eq=False)
+class CfgState:
+    chart: Chart
+    threads: tuple[Thread, ...]
+    fresh: bool   # the last item set ends at the current byte (eos possible there)
+
+
+def scan_cache(vocab: Vocabulary) -> ScanCache:
+    cache = vocab.mask_cache.get("cfg_scan")
+    if cache is None:
+        cache = vocab.mask_cache["cfg_scan"] = ScanCache(vocab)
+    return cache
+
+
+class CfgAutomaton:
+    """TokenAutomaton for a grammar split into lexemes and BNF (see lexemes.py)."""
+
+    def __init__(self, bnf: Bnf, vocab: Vocabulary) -> None:
+        self.bnf = bnf
+        self.vocab = vocab
+        self.parser = Parser(bnf)
+        self.lexemes = bnf.lexemes
+        self.scans = scan_cache(vocab)
+        self._initial = self._with_new_threads(self.parser.initial_chart(), ())
+
+    # ------------------------------------------------------------- stepping
+    def _with_new_threads(self, chart: Chart, threads: tuple) -> CfgState:
+        k = len(chart) - 1
+        lexemes = self.lexemes
+        new = tuple((lexeme_index(s), k, lexemes[lexeme_index(s)].start) for s in chart[k].lexemes)
+        return CfgState(chart, threads + new, True)
+
+    def _complete(self, chart: Chart, done: list[tuple[int, int]]) -> Chart:
+        seeds: list = []
+        for lex, origin in done:
+            seeds.extend(self.parser.scanned(chart, -(lex + 1), origin))
+        return self.parser.advance(chart, seeds)
+
+    def _step(self, state: CfgState, byte: int) -> CfgState | None:
+        lexemes = self.lexemes
+        moved, done = [], []
+        for lex, origin, q in state.threads:
+            lexeme = lexemes[lex]
+            q2 = lexeme.rows[q][byte]
+            if q2 < 0:
+                continue
+            moved.append((lex, origin, q2))
+            if lexeme.accept_list[q2]:
+                done.append((lex, origin))
+        if not done:
+            return CfgState(state.chart, tuple(moved), False) if moved else None
+        return self._with_new_threads(self._complete(state.chart, done), tuple(moved))
+
+    def initial_state(self) -> CfgState:
+        return self._initial
+
+    def advance_bytes(self, state: CfgState, data: bytes) -> CfgState | None:
+        for byte in data:
+            state = self._step(state, byte)
+            if state is None:
+                return None
+        return state
+
+    def next_state(self, state: CfgState, token_id: int) -> CfgState | None:
+        if not 0 <= token_id < self.vocab.size:
+            return None
+        data = self.vocab.token_bytes[token_id]
+        return self.advance_bytes(state, data) if data else None
+
+    def is_accepting(self, state: CfgState) -> bool:
+        return state.fresh and state.chart[len(state.chart) - 1].accepting
+
+    def forced_bytes(self, state: CfgState) -> bytes:
+        """Bytes forced while exactly one thread is alive and it cannot stop yet."""
+        out = bytearray()
+        while len(state.threads) == 1 and not self.is_accepting(state) and len(out) < MAX_FORCED:
+            lex, _, q = state.threads[0]
+            lexeme = self.lexemes[lex]
+            if lexeme.accept_list[q]:
+                break
+            live = np.flatnonzero(lexeme.trans[q] >= 0)
+            if live.size != 1:
+                break
+            out.append(int(live[0]))
+            state = self._step(state, int(live[0]))
+            if state is None:
+                break
+        return bytes(out)
+
+    # ---------------------------------------------------------------- masks
+    def fill_mask(self, state: CfgState, row: np.ndarray) -> None:
+        rows: list[np.ndarray] = []
+        ids: list[np.ndarray] = []
+        self._explore(state.chart, state.threads, ROOT, rows, ids)
+        if rows:
+            np.copyto(row, rows[0])
+            for extra in rows[1:]:
+                np.bitwise_or(row, extra, out=row)
+        else:
+            row[:] = 0
+        if ids:
+            all_ids = np.concatenate(ids)
+            if all_ids.size:
+                np.bitwise_or(row, pack_mask(all_ids, self.vocab), out=row)
+
+    def _explore(self, chart: Chart, threads, scope: int, rows: list, ids: list) -> None:
+        """Collect tokens of `scope` allowed from (chart, threads)."""
+        lexemes, scans = self.lexemes, self.scans
+        completed: dict[tuple[int, int], tuple] = {}
+        for lex, origin, q in threads:
+            lexeme = lexemes[lex]
+            run = scans.run(lexeme.digest, lexeme.trans, lexeme.accepting, q, scope)
+            if run.inside_row is not None:
+                rows.append(run.inside_row)
+            elif run.inside_ids.size:
+                ids.append(run.inside_ids)
+            if not run.children:
+                continue
+            key = (lex, origin)
+            after = completed.get(key)
+            if after is None:
+                next_chart = self._complete(chart, [key])
+                after = completed[key] = (next_chart, self._with_new_threads(next_chart, ()).threads)
+            for _end, child in run.children:
+                self._explore(after[0], after[1], child, rows, ids)

@@ -1,0 +1,128 @@
+"""An Earley recognizer over lexemes, one item set per lexeme boundary.
+
+Owns item sets (prediction, completion with the Aycock-Horspool treatment of
+nullable nonterminals) and the persistent chart that parser states share.
+Lexemes are scanned from outside: the lexer (automaton.py) reports "lexeme L
+that started at set o ends here" and `Parser.advance` builds the next set.
+Handles left recursion and ambiguity. Knows nothing about bytes or tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .lexemes import START, Bnf
+
+
+@dataclass(eq=False)
+class ItemSet:
+    """Items (dotted rule id, origin set) at one boundary, indexed by next symbol."""
+
+    waiting: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
+    accepting: bool = False          # S' -> start . from set 0 is here
+    lexemes: tuple[int, ...] = ()    # lexeme symbols expected next
+
+
+class Chart:
+    """Item sets 0..n-1, shared copy-on-write between parser states."""
+
+    __slots__ = ("base", "n", "extra")
+
+    def __init__(self, base: list, n: int, extra: tuple = ()) -> None:
+        self.base, self.n, self.extra = base, n, extra
+
+    def __len__(self) -> int:
+        return self.n + len(self.extra)
+
+    def __getitem__(self, i: int) -> ItemSet:
+        return self.base[i] if i < self.n else self.extra[i - self.n]
+
+    def append(self, item_set: ItemSet) -> "Chart":
+        if not self.extra and len(self.base) == self.n:
+            self.base.append(item_set)  # nobody else sees index n yet
+            return Chart(self.base, self.n + 1)
+        extra = self.extra + (item_set,)
+        if len(extra) > 32:  # flatten: one copy per 32 boundaries
+            return Chart(self.base[: self.n] + list(extra), self.n + len(extra))
+        return Chart(self.base, self.n, extra)
+
+
+class Parser:
+    """Dotted rules of a Bnf, precomputed as flat tables."""
+
+    def __init__(self, bnf: Bnf) -> None:
+        self.bnf = bnf
+        num_nt = len(bnf.names)
+        self.by_lhs: list[list[int]] = [[] for _ in range(num_nt)]   # nt -> first dotted id
+        self.next_symbol: list[int | None] = []                       # dotted id -> symbol
+        self.lhs_of: list[int] = []
+        for lhs, rhs in bnf.productions:
+            self.by_lhs[lhs].append(len(self.next_symbol))
+            for i in range(len(rhs) + 1):
+                self.next_symbol.append(rhs[i] if i < len(rhs) else None)
+                self.lhs_of.append(lhs)
+        self.nullable = _nullable(bnf, num_nt)
+        self.start_items = [(d, 0) for d in self.by_lhs[START]]
+
+    def initial_chart(self) -> Chart:
+        return Chart([self.build(None, 0, self.start_items)], 1)
+
+    def scanned(self, chart: Chart, lexeme_symbol: int, origin: int) -> list[tuple[int, int]]:
+        """Seeds for the next set: items at `origin` waiting for the lexeme, advanced."""
+        return [(d + 1, o) for d, o in chart[origin].waiting.get(lexeme_symbol, ())]
+
+    def advance(self, chart: Chart, seeds: list[tuple[int, int]]) -> Chart:
+        return chart.append(self.build(chart, len(chart), seeds))
+
+    def build(self, chart: Chart | None, k: int, seeds) -> ItemSet:
+        """Close `seeds` (items of set k) under prediction and completion."""
+        next_symbol, lhs_of, nullable, by_lhs = self.next_symbol, self.lhs_of, self.nullable, self.by_lhs
+        seen = set(seeds)
+        todo = list(seen)
+        waiting: dict[int, list[tuple[int, int]]] = {}
+        predicted: set[int] = set()
+        accepting = False
+        while todo:
+            item = todo.pop()
+            d, o = item
+            sym = next_symbol[d]
+            if sym is None:  # complete: advance items at o waiting for lhs
+                lhs = lhs_of[d]
+                if lhs == START and o == 0:
+                    accepting = True
+                parents = waiting.get(lhs, ()) if o == k else chart[o].waiting.get(lhs, ())
+                for pd, po in list(parents):
+                    new = (pd + 1, po)
+                    if new not in seen:
+                        seen.add(new)
+                        todo.append(new)
+                continue
+            waiting.setdefault(sym, []).append(item)
+            if sym < 0:
+                continue
+            if sym not in predicted:
+                predicted.add(sym)
+                for nd in by_lhs[sym]:
+                    new = (nd, k)
+                    if new not in seen:
+                        seen.add(new)
+                        todo.append(new)
+            if nullable[sym]:
+                new = (d + 1, o)
+                if new not in seen:
+                    seen.add(new)
+                    todo.append(new)
+        lexemes = tuple(s for s in waiting if s < 0)
+        return ItemSet(waiting, accepting, lexemes)
+
+
+def _nullable(bnf: Bnf, num_nt: int) -> list[bool]:
+    nullable = [False] * num_nt
+    changed = True
+    while changed:
+        changed = False
+        for lhs, rhs in bnf.productions:
+            if not nullable[lhs] and all(s >= 0 and nullable[s] for s in rhs):
+                nullable[lhs] = True
+                changed = True
+    return nullable

@@ -1,0 +1,238 @@
+"""Split a recursive IR grammar into lexemes (regular pieces) and BNF productions.
+
+Owns the decision of what is lexical: every maximal regular sub-expression of
+a non-regular rule (one that contains no reference to a recursive rule)
+becomes one lexeme with its own byte DFA (built by the core's nfa/dfa
+modules); what remains is a plain BNF over lexemes and nonterminals for the
+Earley parser. Lexemes never match the empty string: a nullable regular piece
+becomes `N ::= ε | L+`. Knows nothing about tokens or parsing.
+
+Symbols: nonterminals are ints >= 0, lexeme i is the int -(i + 1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import ir
+from ..dfa import Limits, determinize
+from ..errors import ConstraintError
+from ..nfa import build_nfa
+
+START = 0  # the augmented start nonterminal S' -> start
+
+
+@dataclass
+class Lexeme:
+    """A non-empty regular language as a byte DFA (trans int32 [S, 256], -1 dead)."""
+
+    expr: ir.Expr
+    trans: np.ndarray
+    accepting: np.ndarray
+    start: int
+    digest: str
+    rows: list = field(default_factory=list, repr=False)  # Python rows, for byte steps
+
+    def __post_init__(self) -> None:
+        self.rows = self.trans.tolist()
+        self.accept_list = self.accepting.tolist()
+
+
+@dataclass
+class Bnf:
+    """Productions over nonterminals (ints >= 0) and lexemes (ints < 0)."""
+
+    names: list[str]                               # nonterminal names, for debugging
+    productions: list[tuple[int, tuple[int, ...]]]  # (lhs, rhs)
+    lexemes: list[Lexeme]
+
+
+def lex_symbol(index: int) -> int:
+    return -(index + 1)
+
+
+def lexeme_index(symbol: int) -> int:
+    return -symbol - 1
+
+
+def split_grammar(grammar: ir.Grammar, limits: Limits | None = None) -> Bnf:
+    return _Splitter(grammar, limits or Limits()).run()
+
+
+def nonregular_rules(grammar: ir.Grammar) -> set[str]:
+    """Rules that are recursive or reach a recursive rule."""
+    reach: dict[str, set[str]] = {}
+    for name in grammar.rules:
+        seen, todo = set(), [name]
+        while todo:
+            for ref in grammar.referenced_rules(todo.pop()):
+                if ref not in seen:
+                    seen.add(ref)
+                    todo.append(ref)
+        reach[name] = seen
+    recursive = {n for n in grammar.rules if n in reach[n]}
+    return {n for n in grammar.rules if n in recursive or reach[n] & recursive}
+
+
+class _Splitter:
+    def __init__(self, grammar: ir.Grammar, limits: Limits) -> None:
+        self.grammar = grammar
+        self.limits = limits
+        self.nonregular = nonregular_rules(grammar)
+        self.regular_rules = {n: b for n, b in grammar.rules.items() if n not in self.nonregular}
+        self.names: list[str] = ["<start>"]
+        self.productions: list[tuple[int, tuple[int, ...]]] = []
+        self.lexemes: list[Lexeme] = []
+        self.lexeme_ids: dict[ir.Expr, int] = {}
+        self.rule_ids: dict[str, int] = {}
+        self.helper_ids: dict[tuple, int] = {}
+
+    def run(self) -> Bnf:
+        start = self.grammar.start
+        if start in self.nonregular:
+            self.productions.append((START, (self.rule_symbol(start),)))
+        else:
+            self.productions.append((START, self.sequence(ir.RuleRef(start))))
+        todo = list(self.rule_ids)
+        done: set[str] = set()
+        while todo:
+            name = todo.pop()
+            if name in done:
+                continue
+            done.add(name)
+            lhs = self.rule_ids[name]
+            body = self.grammar.rules[name]
+            branches = body.items if isinstance(body, ir.Alt) and not self.is_regular(body) else (body,)
+            self.add_alternatives(lhs, branches)
+            todo.extend(n for n in self.rule_ids if n not in done)
+        return Bnf(self.names, _prune_unproductive(self.productions, len(self.names)), self.lexemes)
+
+    # ------------------------------------------------------------ structure
+    def is_regular(self, expr: ir.Expr) -> bool:
+        return not any(isinstance(e, ir.RuleRef) and e.name in self.nonregular for e in ir.walk(expr))
+
+    def new_nonterminal(self, name: str) -> int:
+        self.names.append(name)
+        return len(self.names) - 1
+
+    def rule_symbol(self, name: str) -> int:
+        if name not in self.rule_ids:
+            self.rule_ids[name] = self.new_nonterminal(name)
+        return self.rule_ids[name]
+
+    def add_alternatives(self, lhs: int, branches) -> None:
+        regular = [b for b in branches if self.is_regular(b)]
+        if regular:  # all regular branches share one lexeme
+            self.productions.append((lhs, self.sequence(ir.alt(*regular))))
+        for branch in branches:
+            if not self.is_regular(branch):
+                self.productions.append((lhs, self.sequence(branch)))
+
+    def sequence(self, expr: ir.Expr) -> tuple[int, ...]:
+        """Symbols for `expr`: maximal regular runs become lexemes."""
+        if self.is_regular(expr):
+            return self.regular_piece(expr)
+        if isinstance(expr, ir.Seq):
+            out: list[int] = []
+            run: list[ir.Expr] = []
+            for item in expr.items:
+                if self.is_regular(item):
+                    run.append(item)
+                    continue
+                if run:
+                    out.extend(self.regular_piece(ir.seq(*run)))
+                    run = []
+                out.extend(self.sequence(item))
+            if run:
+                out.extend(self.regular_piece(ir.seq(*run)))
+            return tuple(out)
+        if isinstance(expr, ir.RuleRef):
+            return (self.rule_symbol(expr.name),)
+        if isinstance(expr, ir.Alt):
+            return (self.helper(("alt", expr), lambda lhs: self.add_alternatives(lhs, expr.items)),)
+        if isinstance(expr, ir.Repeat):
+            return (self.repeat(expr),)
+        raise TypeError(f"not an IR expression: {expr!r}")
+
+    def helper(self, key: tuple, fill) -> int:
+        nt = self.helper_ids.get(key)
+        if nt is None:
+            nt = self.helper_ids[key] = self.new_nonterminal(f"<{key[0]} {len(self.helper_ids)}>")
+            fill(nt)
+        return nt
+
+    def repeat(self, expr: ir.Repeat) -> int:
+        def fill(lhs: int) -> None:
+            item = self.sequence(expr.item)
+            if expr.max is None:  # R ::= item{min} | R item   (left recursion suits Earley)
+                self.productions.append((lhs, item * expr.min))
+                self.productions.append((lhs, (lhs,) + item))
+                return
+            tail = self.optional_chain(item, expr.max - expr.min)
+            self.productions.append((lhs, item * expr.min + tail))
+        return self.helper(("repeat", expr), fill)
+
+    def optional_chain(self, item: tuple[int, ...], count: int) -> tuple[int, ...]:
+        """Symbols for item{0,count} as nested optionals (x (x (x)?)?)?."""
+        if count == 0:
+            return ()
+        nt = self.new_nonterminal(f"<opt {count}>")
+        self.productions.append((nt, ()))
+        self.productions.append((nt, item + self.optional_chain(item, count - 1)))
+        return (nt,)
+
+    # ------------------------------------------------------------- lexemes
+    def regular_piece(self, expr: ir.Expr) -> tuple[int, ...]:
+        """A regular expression as symbols: (), (L,), or (N,) with N ::= ε | L+."""
+        if expr == ir.EMPTY:
+            return ()
+        index, nullable = self.lexeme(expr)
+        if index is None:
+            return () if nullable else (self.helper(("nothing",), lambda lhs: None),)
+        if not nullable:
+            return (lex_symbol(index),)
+        return (self.helper(("nullable", expr), lambda lhs: (
+            self.productions.append((lhs, ())),
+            self.productions.append((lhs, (lex_symbol(index),))))),)
+
+    def lexeme(self, expr: ir.Expr) -> tuple[int | None, bool]:
+        """(lexeme index of expr minus ε or None if that is empty, expr nullable?)."""
+        if expr in self.lexeme_ids:
+            return self.lexeme_ids[expr]
+        rules = dict(self.regular_rules)
+        rules["__lexeme__"] = expr
+        dfa = determinize(build_nfa(ir.Grammar(rules, "__lexeme__"), self.limits.max_nfa_states),
+                          self.limits)
+        trans, accepting, start, digest = dfa.trans, dfa.accepting, 0, dfa.digest
+        nullable = bool(accepting.size and accepting[0])
+        if nullable:  # a fresh non-accepting start state with state 0's moves
+            trans = np.vstack([trans, trans[:1]])
+            accepting = np.append(accepting, False)
+            start, digest = len(trans) - 1, digest + "+"
+        index = None
+        if trans.size and (trans[start] >= 0).any():
+            index = len(self.lexemes)
+            self.lexemes.append(Lexeme(expr, np.ascontiguousarray(trans, dtype=np.int32),
+                                       accepting, start, digest))
+        if len(self.lexemes) > 10_000:
+            raise ConstraintError("grammar too large: more than 10000 lexical pieces")
+        self.lexeme_ids[expr] = (index, nullable)
+        return index, nullable
+
+
+def _prune_unproductive(productions, num_nt: int):
+    """Drop productions that use a nonterminal deriving nothing (keeps Earley exact)."""
+    productive: set[int] = set()
+    changed = True
+    while changed:
+        changed = False
+        for lhs, rhs in productions:
+            if lhs not in productive and all(s < 0 or s in productive for s in rhs):
+                productive.add(lhs)
+                changed = True
+    if START not in productive:
+        raise ConstraintError("the grammar's language is empty")
+    return [(lhs, rhs) for lhs, rhs in productions
+            if lhs in productive and all(s < 0 or s in productive for s in rhs)]
