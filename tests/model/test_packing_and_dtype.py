@@ -1,0 +1,82 @@
+"""Several sequences packed in one forward give each sequence's own logits; bfloat16 loads and stays close."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from deepinfer.model import load_model
+from deepinfer.model.kv import DenseKVCache
+from model_reference import PROMPT, reference_prefill
+
+OTHER = [7, 1, 95, 33, 33, 60, 4]
+
+
+class PackedCache:
+    """The simplest multi-sequence cache: consecutive runs of tokens, one DenseKVCache per sequence."""
+
+    def __init__(self, num_layers: int, num_sequences: int) -> None:
+        self.caches = [DenseKVCache(num_layers) for _ in range(num_sequences)]
+        self.lengths: list[int] = []
+
+    def attend(self, layer, q, k, v, *, scale, sliding_window=None):
+        outs, start = [], 0
+        for cache, n in zip(self.caches, self.lengths):
+            end = start + n
+            outs.append(cache.attend(layer, q[start:end], k[start:end], v[start:end],
+                                     scale=scale, sliding_window=sliding_window))
+            start = end
+        return torch.cat(outs)
+
+
+def alone(model, ids: list[int], prefill: int) -> torch.Tensor:
+    cache = DenseKVCache(model.config.num_layers)
+    rows = [model.forward(torch.tensor(ids[:prefill]), torch.arange(prefill), cache)]
+    for i in range(prefill, len(ids)):
+        rows.append(model.forward(torch.tensor([ids[i]]), torch.tensor([i]), cache))
+    return torch.cat(rows)
+
+
+@pytest.mark.parametrize("family", ["mistral-sliding", "qwen3-qknorm", "deepseek-v3"])
+def test_two_sequences_packed_match_each_alone(family, reference_model):
+    _, directory = reference_model(family)
+    model = load_model(directory)
+    a, b = PROMPT, OTHER
+    expected_a, expected_b = alone(model, a, 9), alone(model, b, 4)
+    cache = PackedCache(model.config.num_layers, 2)
+    # Prefill both (9 and 4 tokens) in one forward; only the last token of each needs logits.
+    cache.lengths = [9, 4]
+    ids, positions = torch.tensor(a[:9] + b[:4]), torch.cat([torch.arange(9), torch.arange(4)])
+    last = model.forward(ids, positions, cache, logits_indices=torch.tensor([8, 12]))
+    torch.testing.assert_close(last, torch.stack([expected_a[8], expected_b[3]]), atol=1e-5, rtol=0)
+    # Then decode one token of each per forward, at different positions.
+    cache.lengths = [1, 1]
+    for step in range(3):
+        ids = torch.tensor([a[9 + step], b[4 + step]])
+        logits = model.forward(ids, torch.tensor([9 + step, 4 + step]), cache)
+        torch.testing.assert_close(logits, torch.stack([expected_a[9 + step], expected_b[4 + step]]),
+                                   atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("family", ["smollm2-tied", "qwen2-bias-sliding", "deepseek-v3"])
+def test_bfloat16_matches_transformers_bfloat16_and_stays_close(family, reference_model):
+    from transformers import AutoModelForCausalLM
+
+    reference, directory = reference_model(family)
+    model = load_model(directory, dtype=torch.bfloat16)
+    assert model.embedding.embed.dtype == torch.bfloat16
+    assert model.layers[0].attn.o.weight.dtype == torch.bfloat16
+    logits = model.forward(torch.tensor(PROMPT), torch.arange(len(PROMPT)), DenseKVCache(model.config.num_layers))
+    assert logits.dtype == torch.float32
+    hf_bf16 = AutoModelForCausalLM.from_pretrained(directory, dtype=torch.bfloat16, attn_implementation="eager",
+                                                   experts_implementation="eager")
+    assert (logits - reference_prefill(hf_bf16, PROMPT)).abs().max().item() < 1e-2
+    if model.config.moe is None:  # MoE routing may flip between dtypes; dense models just lose precision
+        assert (logits - reference_prefill(reference, PROMPT)).abs().max().item() < 0.3
+
+
+def test_bfloat16_router_stays_float32(reference_model):
+    _, directory = reference_model("deepseek-v3")
+    model = load_model(directory, dtype=torch.bfloat16)
+    router = model.layers[1].mlp.router
+    assert router.weight.dtype == torch.float32 and router.bias.dtype == torch.float32
