@@ -21,8 +21,9 @@ from .errors import ConstraintError
 
 EOS_NAMES = ("<|endoftext|>", "<|im_end|>", "</s>", "<｜end▁of▁sentence｜>", "<|eot_id|>",
              "<|end_of_text|>", "<|eom_id|>", "<end_of_turn>", "<|end|>")
-# Non-special added tokens that look like control markers never match text.
-_CONTROL_RE = re.compile(r"^(<\|.*\|>|<｜.*｜>|</?s>|<unk>|<pad>|<mask>)$", re.S)
+# Non-special added tokens that look like control markers (<think>, <|EOT|>,
+# <｜User｜>, [INST], <dsml:) never match text; plain-text added tokens do.
+_CONTROL_RE = re.compile(r"^(<[^\s]*|\[[^\s]*\]|[^\s]*｜[^\s]*)$")
 _BYTE_FALLBACK_RE = re.compile(r"^<0x([0-9A-Fa-f]{2})>$")
 
 
