@@ -74,3 +74,14 @@ def fake_server(tiny_parts):
 def fake_keyed_server(tiny_parts):
     with LiveServer(fake_state(tiny_parts, api_key="sk-test", default_max_tokens=8)) as server:
         yield server
+
+
+@pytest.fixture(scope="module")
+def server(fake_server):
+    """The server the SDK tests talk to."""
+    return fake_server
+
+
+@pytest.fixture(scope="module")
+def keyed_server(fake_keyed_server):
+    return fake_keyed_server

@@ -1,0 +1,41 @@
+"""`deepinfer serve`: the OpenAI- and Anthropic-compatible HTTP server.
+
+Routes: /v1/chat/completions, /v1/completions, /v1/responses, /v1/messages,
+/v1/models, /health, /metrics. With --api-key (or $DEEPINFER_API_KEY) every
+route but /health requires `Authorization: Bearer KEY` or `x-api-key: KEY`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", default=None,
+                        help="model directory or .gguf file (default: $DEEPINFER_MODEL_DIR, else "
+                             "SmolLM2-135M-Instruct, downloaded and converted on first use)")
+    parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    parser.add_argument("--api-key", default=os.environ.get("DEEPINFER_API_KEY"),
+                        help="require this key on every route but /health (default: $DEEPINFER_API_KEY)")
+    parser.add_argument("--served-model-name", default=None,
+                        help="the model id reported by /v1/models (default: the model's name)")
+    parser.add_argument("--max-tokens-default", type=int, default=512,
+                        help="max_tokens for requests that set none (default 512)")
+    parser.add_argument("--reasoning-aware", action="store_true",
+                        help="apply constraints only after the model's </think> (per-request "
+                             "field 'reasoning_aware' overrides)")
+    parser.add_argument("--dtype", choices=("float32", "bfloat16"), default=None,
+                        help="weight and activation dtype (default: the engine's)")
+    parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+
+
+def run(args: argparse.Namespace) -> int:
+    from deepinfer.server.serve import serve
+
+    engine_kwargs = {"dtype": args.dtype} if args.dtype else {}
+    serve(args.model, host=args.host, port=args.port, api_key=args.api_key,
+          model_name=args.served_model_name, reasoning_aware=args.reasoning_aware,
+          default_max_tokens=args.max_tokens_default, engine_kwargs=engine_kwargs, log_level=args.log_level)
+    return 0

@@ -1,0 +1,82 @@
+"""The official `anthropic` SDK as the client of a live server on loopback."""
+
+from __future__ import annotations
+
+import json
+
+import anthropic
+import jsonschema
+import pytest
+
+CITY_TOOL = {"name": "get_weather", "description": "Weather for a city", "strict": True,
+             "input_schema": {"type": "object", "properties": {"city": {"enum": ["Paris", "Oslo"]}},
+                              "required": ["city"], "additionalProperties": False}}
+ANSWER = {"type": "object", "properties": {"answer": {"enum": ["yes", "no"]},
+                                           "score": {"type": "integer", "minimum": 0, "maximum": 9}},
+          "required": ["answer", "score"], "additionalProperties": False}
+MESSAGES = [{"role": "user", "content": "Is it sunny?"}]
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    return anthropic.Anthropic(base_url=server.url, api_key="unused", max_retries=0, timeout=60)
+
+
+def test_messages_plain(client):
+    m = client.messages.create(model="tiny", max_tokens=6, messages=MESSAGES, extra_body={"seed": 1})
+    assert m.type == "message" and m.role == "assistant" and m.content[0].type == "text"
+    assert m.stop_reason in ("end_turn", "max_tokens") and m.usage.input_tokens > 0
+
+
+def test_messages_tool_any(client):
+    m = client.messages.create(model="tiny", max_tokens=48, messages=MESSAGES, tools=[CITY_TOOL],
+                               tool_choice={"type": "any"}, extra_body={"seed": 2})
+    assert m.stop_reason == "tool_use"
+    block = m.content[0]
+    assert block.type == "tool_use" and block.name == "get_weather" and block.id.startswith("toolu_")
+    jsonschema.validate(block.input, CITY_TOOL["input_schema"])
+
+
+def test_messages_structured_output(client):
+    m = client.messages.create(model="tiny", max_tokens=48, messages=MESSAGES, extra_body={"seed": 3},
+                               output_config={"format": {"type": "json_schema", "schema": ANSWER}})
+    assert m.stop_reason == "end_turn"
+    jsonschema.validate(json.loads(m.content[0].text), ANSWER)
+
+
+def test_messages_streaming_tool(client):
+    with client.messages.stream(model="tiny", max_tokens=48, messages=MESSAGES, tools=[CITY_TOOL],
+                                tool_choice={"type": "tool", "name": "get_weather"},
+                                extra_body={"seed": 4}) as stream:
+        final = stream.get_final_message()
+    assert final.stop_reason == "tool_use" and final.content[0].input["city"] in ("Paris", "Oslo")
+
+
+def test_messages_streaming_text(client):
+    with client.messages.stream(model="tiny", max_tokens=8, messages=MESSAGES,
+                                extra_body={"regex": "(sunny|rainy)", "seed": 5}) as stream:
+        text = "".join(stream.text_stream)
+        final = stream.get_final_message()
+    assert text in ("sunny", "rainy") and final.content[0].text == text
+
+
+def test_messages_bad_schema_is_400(client):
+    with pytest.raises(anthropic.BadRequestError) as info:
+        client.messages.create(model="tiny", max_tokens=8, messages=MESSAGES, output_config={
+            "format": {"type": "json_schema", "schema": {"type": "object", "properties": {"a": {"minimum": "x"}}}}})
+    assert "output_config.format.schema" in str(info.value)
+
+
+def test_messages_two_constraints_is_400(client):
+    with pytest.raises(anthropic.BadRequestError, match="only one constraint"):
+        client.messages.create(model="tiny", max_tokens=8, messages=MESSAGES, tools=[CITY_TOOL],
+                               tool_choice={"type": "any"},
+                               output_config={"format": {"type": "json_schema", "schema": ANSWER}})
+
+
+def test_messages_auth(keyed_server):
+    good = anthropic.Anthropic(base_url=keyed_server.url, api_key="sk-test", max_retries=0)
+    assert good.messages.create(model="tiny", max_tokens=3, messages=MESSAGES).type == "message"
+    bad = anthropic.Anthropic(base_url=keyed_server.url, api_key="wrong", max_retries=0)
+    with pytest.raises(anthropic.AuthenticationError):
+        bad.messages.create(model="tiny", max_tokens=3, messages=MESSAGES)
