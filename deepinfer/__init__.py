@@ -5,3 +5,15 @@ with deterministic seeded sampling. See README.md for the quickstart.
 """
 
 __version__ = "0.1.0"
+
+__all__ = ["LLM", "SamplingParams", "__version__"]
+
+
+def __getattr__(name):  # imported on first use: `import deepinfer.constraints` must not pull in torch
+    if name == "LLM":
+        from deepinfer.engine.llm import LLM
+        return LLM
+    if name == "SamplingParams":
+        from deepinfer.types import SamplingParams
+        return SamplingParams
+    raise AttributeError(f"module 'deepinfer' has no attribute {name!r}")

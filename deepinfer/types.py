@@ -164,3 +164,24 @@ class RequestOutput:
 def fresh_seed() -> int:
     """A random 63-bit seed for requests that did not fix one."""
     return random.getrandbits(63)
+
+
+@dataclass
+class Request:
+    """One prompt submitted to the engine; fans out into `params.n` sequences (engine.sequence.Sequence)."""
+
+    request_id: str
+    prompt_token_ids: list[int]
+    params: SamplingParams
+    arrival_time: float
+    prompt: str | None = None
+    status: RequestStatus = RequestStatus.WAITING
+    sequences: list[Any] = field(default_factory=list)
+    compiled: Any = None                 # the CompiledConstraint, once compiled
+    error: str | None = None
+    first_token_time: float | None = None
+    finish_time: float | None = None
+
+    @property
+    def is_finished(self) -> bool:
+        return all(seq.finished for seq in self.sequences)

@@ -1,0 +1,244 @@
+"""The synchronous engine: requests in, one batched forward pass per `step()`, deltas out.
+
+    step = schedule -> prepare -> forward -> mask -> sample -> advance -> postprocess
+
+The constraint system hooks in at two points only: the bitmask before sampling
+(`_mask`) and `Matcher.accept_token` after it (`output.append_token`).
+Not thread safe: `AsyncEngine` drives it from one thread.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass
+
+import torch
+
+from deepinfer.constraints import allocate_token_bitmask, apply_token_bitmask_inplace
+from deepinfer.engine.constraints import ConstraintService
+from deepinfer.engine.invariance import DEFAULT_TILE, batch_invariant
+from deepinfer.engine.output import append_token, request_delta
+from deepinfer.engine.scheduler import ScheduledSeq, Scheduler, SchedulerConfig
+from deepinfer.engine.sequence import Sequence
+from deepinfer.errors import UserError
+from deepinfer.kvcache import BlockManager, KVPool, PagedKVCache, SeqSlice, probe_layer_shapes
+from deepinfer.sampling import SamplingRow, apply_penalties, derive_seed, sample
+from deepinfer.types import FinishReason, Request, RequestOutput, RequestStatus, SamplingParams, fresh_seed
+
+
+@dataclass
+class EngineConfig:
+    block_size: int = 16
+    kv_cache_bytes: int = 1 << 30        # KV pool size when num_kv_blocks is not given
+    num_kv_blocks: int | None = None
+    max_num_batched_tokens: int = 512
+    max_num_seqs: int = 64
+    chunked_prefill: bool = True
+    enable_prefix_caching: bool = True
+    batch_invariant: bool = True         # fixed-shape matmuls and attention tiles (see invariance.py)
+    linear_tile: int = DEFAULT_TILE
+    q_tile: int = 4
+    kv_tile: int = 128
+    max_model_len: int | None = None
+
+
+class Engine:
+    def __init__(self, model, tokenizer, config: EngineConfig | None = None) -> None:
+        self.model, self.tokenizer = model, tokenizer
+        self.config = config = config or EngineConfig()
+        self.model_config = model.config
+        self.max_model_len = config.max_model_len or model.config.max_position_embeddings
+        shapes = probe_layer_shapes(model)
+        dtype = getattr(model, "dtype", torch.float32)
+        num_blocks = config.num_kv_blocks or max(
+            4, config.kv_cache_bytes // KVPool.bytes_per_block(shapes, config.block_size, dtype))
+        self.pool = KVPool(shapes, num_blocks, config.block_size, dtype)
+        self.blocks = BlockManager(num_blocks, config.block_size, config.enable_prefix_caching)
+        self.scheduler = Scheduler(self.blocks, SchedulerConfig(
+            config.max_num_batched_tokens, config.max_num_seqs, config.chunked_prefill))
+        self.constraints = ConstraintService(tokenizer, model.config.vocab_size)
+        self.eos_ids = frozenset(tokenizer.eos_token_ids)
+        self.requests: dict[str, Request] = {}
+        self._compiling: dict[str, Future] = {}
+        self._touched: dict[str, Request] = {}   # requests with news for the caller this step
+        self._ids = itertools.count()
+        self.counters = {"prompt_tokens": 0, "generation_tokens": 0, "steps": 0}
+
+    @property
+    def compiler(self):
+        return self.constraints.compiler
+
+    # -- requests ---------------------------------------------------------------------------------
+    def add_request(self, prompt_token_ids: list[int], params: SamplingParams | None = None,
+                    request_id: str | None = None, prompt: str | None = None) -> str:
+        params = params or SamplingParams()
+        if not prompt_token_ids:
+            raise UserError("the prompt is empty: give at least one token")
+        if len(prompt_token_ids) >= self.max_model_len:
+            raise UserError(f"the prompt has {len(prompt_token_ids)} tokens; the model's context "
+                            f"is {self.max_model_len}")
+        request_id = request_id if request_id is not None else f"req-{next(self._ids)}"
+        if request_id in self.requests:
+            raise UserError(f"request id {request_id!r} is already in use")
+        request = Request(request_id, list(prompt_token_ids), params, time.perf_counter(), prompt)
+        seed = params.seed if params.seed is not None else fresh_seed()
+        skip = params.skip_special_tokens
+        request.sequences = [Sequence(request, i, derive_seed(seed, i), self.tokenizer.detokenizer(skip))
+                             for i in range(params.n)]
+        self.requests[request_id] = request
+        self.counters["prompt_tokens"] += len(prompt_token_ids)
+        if params.constraint is not None:
+            request.status = RequestStatus.WAITING_FOR_GRAMMAR
+            self._compiling[request_id] = self.constraints.submit(params)
+        else:
+            self._enqueue(request)
+        return request_id
+
+    def abort(self, request_id: str) -> None:
+        """Finish the request now ("abort") and free its KV blocks."""
+        request = self.requests.get(request_id)
+        if request is None:
+            return
+        self._compiling.pop(request_id, None)
+        for seq in request.sequences:
+            if not seq.finished:
+                seq.finish(FinishReason.ABORT)
+                self.scheduler.finish(seq)
+        self._touched[request_id] = request
+
+    def has_unfinished(self) -> bool:
+        return bool(self.requests)
+
+    # -- the step ---------------------------------------------------------------------------------
+    def step(self) -> list[RequestOutput]:
+        self._admit_compiled()
+        batch = self.scheduler.schedule()
+        if batch:
+            input_ids, positions, cache, logits_indices = self._prepare(batch)
+            logits = self._forward(input_ids, positions, cache, logits_indices)
+            sampling = [s.seq for s in batch if s.samples]
+            self._mask(sampling, logits)
+            tokens, logprobs = self._sample(sampling, logits)
+            self._advance(batch, sampling, tokens, logprobs)
+        else:
+            self._fail_unschedulable()
+        return self._postprocess()
+
+    def _prepare(self, batch: list[ScheduledSeq]):
+        ids, positions, slices, logits_indices, offset = [], [], [], [], 0
+        for item in batch:
+            seq, start = item.seq, item.seq.num_computed
+            ids += seq.token_ids[start:start + item.num_new]
+            positions += range(start, start + item.num_new)
+            slices.append(SeqSlice(seq.table.block_ids, start, item.num_new))
+            offset += item.num_new
+            if item.samples:
+                logits_indices.append(offset - 1)
+        cache = PagedKVCache(self.pool, slices, invariant=self.config.batch_invariant,
+                             q_tile=self.config.q_tile, kv_tile=self.config.kv_tile)
+        return (torch.tensor(ids, dtype=torch.long), torch.tensor(positions, dtype=torch.long), cache,
+                torch.tensor(logits_indices, dtype=torch.long))
+
+    def _forward(self, input_ids, positions, cache, logits_indices) -> torch.Tensor:
+        with torch.inference_mode(), batch_invariant(self.config.batch_invariant, self.config.linear_tile):
+            if logits_indices.numel() == 0:  # only prefill chunks this step: no logits needed
+                logits_indices = logits_indices.new_zeros(1)
+            logits = self.model.forward(input_ids, positions, cache, logits_indices=logits_indices).float()
+        return logits.clone()  # a normal tensor: masks and penalties edit it in place
+
+    def _mask(self, seqs: list[Sequence], logits: torch.Tensor) -> None:
+        rows = [i for i, seq in enumerate(seqs) if seq.matcher is not None]
+        if not rows:
+            return
+        bitmask = allocate_token_bitmask(len(seqs), logits.shape[1])
+        for i in rows:
+            seqs[i].matcher.fill_next_token_bitmask(bitmask, i)
+        apply_token_bitmask_inplace(logits[:len(seqs)], bitmask, indices=rows)
+
+    def _sample(self, seqs: list[Sequence], logits: torch.Tensor):
+        rows = [SamplingRow(s.params, s.seed, s.num_tokens, s.request.prompt_token_ids, s.output_token_ids,
+                            self._banned(s)) for s in seqs]
+        logits = logits[:len(seqs)]
+        apply_penalties(logits, rows)
+        result = sample(logits, rows)
+        return result.token_ids, result.logprobs
+
+    def _banned(self, seq: Sequence) -> list[int] | None:
+        if len(seq.output_token_ids) >= seq.params.min_tokens or seq.matcher is not None:
+            return None
+        return sorted(self.eos_ids | set(seq.params.stop_token_ids))
+
+    def _advance(self, batch, sampling, tokens, logprobs) -> None:
+        for item in batch:
+            item.seq.num_computed += item.num_new
+            self.blocks.commit(item.seq.table, item.seq.token_ids, item.seq.num_computed)
+        for seq, token, logprob in zip(sampling, tokens, logprobs):
+            append_token(seq, token, logprob, self.eos_ids, self.max_model_len)
+            self.counters["generation_tokens"] += 1
+            self._touched[seq.request.request_id] = seq.request
+            if seq.finished:
+                self.scheduler.finish(seq)
+        self.counters["steps"] += 1
+
+    def _postprocess(self) -> list[RequestOutput]:
+        outputs = []
+        for request in self._touched.values():
+            outputs.append(request_delta(request, request.sequences))
+            if request.is_finished:
+                self.requests.pop(request.request_id, None)
+        self._touched.clear()
+        return outputs
+
+    # -- waiting for constraints ----------------------------------------------------------------
+    def _admit_compiled(self) -> None:
+        for request_id, future in list(self._compiling.items()):
+            if not future.done():
+                continue
+            del self._compiling[request_id]
+            request = self.requests[request_id]
+            try:
+                request.compiled = future.result()
+            except Exception as exc:  # a bad constraint fails only its own request
+                request.error = str(exc)
+                for seq in request.sequences:
+                    seq.finish(FinishReason.ERROR, error=f"constraint error: {exc}")
+                self._touched[request_id] = request
+                continue
+            for seq in request.sequences:
+                seq.matcher = self.constraints.matcher(request.compiled)
+            self._enqueue(request)
+
+    def _enqueue(self, request: Request) -> None:
+        request.status = RequestStatus.WAITING
+        for seq in request.sequences:
+            self.scheduler.add(seq)
+
+    def _fail_unschedulable(self) -> None:
+        """Nothing runs but something waits: its prompt does not fit in the whole KV pool."""
+        if self.scheduler.running or not self.scheduler.waiting:
+            return
+        seq = self.scheduler.waiting[0]
+        if self.blocks.blocks_needed(seq.table, seq.num_tokens + 1) > self.blocks.num_free_blocks:
+            seq.finish(FinishReason.ERROR, error=f"the sequence needs {seq.num_tokens + 1} tokens of KV cache; "
+                                                 f"the pool holds {self.blocks.num_blocks * self.blocks.block_size}")
+            self.scheduler.finish(seq)
+            self._touched[seq.request.request_id] = seq.request
+
+    # -- introspection ------------------------------------------------------------------------------
+    def stats(self) -> dict:
+        return {
+            "num_waiting": len(self.scheduler.waiting) + len(self._compiling),
+            "num_running": len(self.scheduler.running),
+            "num_waiting_for_grammar": len(self._compiling),
+            "kv_usage": self.blocks.usage,
+            "kv_blocks": self.blocks.num_blocks,
+            "prefix_cache_hit_rate": self.blocks.stats.hit_rate,
+            "prefix_cache_hit_tokens": self.blocks.stats.hit_tokens,
+            "num_preemptions": self.scheduler.num_preemptions,
+            "constraint_compile_seconds": self.constraints.compile_seconds,
+            "constraints_compiled": self.constraints.num_compiled,
+            "constraint_errors": self.constraints.num_errors,
+            **self.counters,
+        }

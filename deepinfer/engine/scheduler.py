@@ -1,0 +1,115 @@
+"""Continuous batching: which sequences run this step, and with how many tokens.
+
+Running sequences go first (decodes, then unfinished prefill chunks), then
+waiting ones are admitted in arrival order while the per-step token budget and
+KV blocks last. With chunked prefill a long prompt is split across steps and
+mixed with other sequences' decodes. When blocks run out, the most recently
+admitted running sequence is preempted: its blocks are freed and it is
+recomputed later (its full blocks usually come back from the prefix cache).
+Knows nothing about the model, sampling or constraints.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from deepinfer.engine.sequence import Sequence
+from deepinfer.kvcache import BlockManager, BlockTable
+from deepinfer.types import RequestStatus
+
+
+@dataclass
+class SchedulerConfig:
+    max_num_batched_tokens: int = 512   # tokens per forward pass
+    max_num_seqs: int = 64
+    chunked_prefill: bool = True
+
+
+@dataclass
+class ScheduledSeq:
+    seq: Sequence
+    num_new: int                        # tokens to compute this step, from seq.num_computed
+
+    @property
+    def samples(self) -> bool:
+        """This step computes the sequence's last known token, so it yields logits."""
+        return self.seq.num_computed + self.num_new == self.seq.num_tokens
+
+
+class Scheduler:
+    def __init__(self, blocks: BlockManager, config: SchedulerConfig) -> None:
+        self.blocks = blocks
+        self.config = config
+        self.waiting: deque[Sequence] = deque()
+        self.running: list[Sequence] = []
+        self.num_preemptions = 0
+
+    def add(self, seq: Sequence) -> None:
+        seq.status = RequestStatus.WAITING
+        self.waiting.append(seq)
+
+    def has_work(self) -> bool:
+        return bool(self.waiting or self.running)
+
+    def schedule(self) -> list[ScheduledSeq]:
+        budget = self.config.max_num_batched_tokens
+        batch: list[ScheduledSeq] = []
+        preempted = False
+        for seq in list(self.running):
+            if seq not in self.running:  # preempted below to make room for an earlier one
+                continue
+            num_new = min(seq.num_tokens - seq.num_computed, budget)
+            if num_new <= 0:
+                continue
+            while not self.blocks.grow(seq.table, seq.num_computed + num_new):
+                victim = self.running[-1]
+                self._preempt(victim)
+                preempted = True
+                if victim is seq:
+                    break
+            if seq in self.running:
+                batch.append(ScheduledSeq(seq, num_new))
+                budget -= num_new
+        if not preempted:
+            budget = self._admit(batch, budget)
+        return batch
+
+    def _admit(self, batch: list[ScheduledSeq], budget: int) -> int:
+        while self.waiting and budget > 0 and len(self.running) < self.config.max_num_seqs:
+            seq = self.waiting[0]
+            table = BlockTable()
+            cached = self.blocks.allocate_prefix(table, seq.token_ids)
+            remaining = seq.num_tokens - cached
+            if not self.config.chunked_prefill and remaining > budget and batch:
+                self.blocks.free(table)
+                break
+            num_new = remaining if not self.config.chunked_prefill else min(remaining, budget)
+            if not self.blocks.grow(table, cached + num_new):
+                self.blocks.free(table)
+                break
+            self.waiting.popleft()
+            if seq.num_computed == 0 and not seq.output_token_ids:
+                seq.num_cached_prompt = cached
+            seq.table, seq.num_computed, seq.status = table, cached, RequestStatus.RUNNING
+            self.running.append(seq)
+            batch.append(ScheduledSeq(seq, num_new))
+            budget -= num_new
+        return budget
+
+    def _preempt(self, seq: Sequence) -> None:
+        """Free the sequence's blocks; it will be recomputed from its tokens later."""
+        self.running.remove(seq)
+        self.blocks.free(seq.table)
+        seq.num_computed = 0
+        seq.status = RequestStatus.WAITING
+        self.waiting.appendleft(seq)
+        self.num_preemptions += 1
+
+    def finish(self, seq: Sequence) -> None:
+        """Drop a finished or aborted sequence and free its blocks at once."""
+        if seq in self.running:
+            self.running.remove(seq)
+        elif seq in self.waiting:
+            self.waiting.remove(seq)
+        self.blocks.free(seq.table)
