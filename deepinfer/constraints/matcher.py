@@ -40,6 +40,12 @@ class Matcher:
         """Tokens accepted since the last reset (what rollback can undo)."""
         return len(self._stack) - 1
 
+    @property
+    def state(self):
+        """The automaton state now (opaque; None after termination)."""
+        top = self._stack[-1]
+        return None if top is _TERMINATED else top
+
     def is_terminated(self) -> bool:
         return self._stack[-1] is _TERMINATED
 
