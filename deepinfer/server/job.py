@@ -68,6 +68,7 @@ class Delta:
     error: str | None = None
     stop_sequence: str | None = None  # the stop string that ended the choice, if one did
     cached_tokens: int = 0  # prompt tokens served from the prefix cache (reported once)
+    kind: str = "content"  # "reasoning": thinking text before a reasoning-aware constraint
 
 
 @dataclass
@@ -82,10 +83,14 @@ class ChoiceResult:
     error: str | None = None
     stop_sequence: str | None = None
     cached_tokens: int = 0
+    reasoning: str = ""
     tool_call: tuple[str, dict[str, Any]] | None = None  # (name, arguments) once parsed
 
     def add(self, delta: Delta) -> None:
-        self.text += delta.text
+        if delta.kind == "reasoning":
+            self.reasoning += delta.text
+        else:
+            self.text += delta.text
         self.token_ids += delta.token_ids
         self.logprobs += delta.logprobs
         self.cached_tokens = max(self.cached_tokens, delta.cached_tokens)

@@ -36,19 +36,28 @@ def choice_seed(seed: int | None, index: int) -> int | None:
     return None if seed is None else seed + index
 
 
-def sampling_params(job: Job, index: int, params_cls=None):
-    """The engine's SamplingParams for choice `index` of `job`."""
+def sampling_params(job: Job, index: int, params_cls=None, *, phase: str = "answer",
+                    max_tokens: int | None = None, stop_token_ids: list[int] | None = None):
+    """The engine's SamplingParams for choice `index` of `job`.
+
+    phase "answer": the job's own stops and constraint; phase "reasoning": the
+    free-text thinking before the constraint, ended by the reasoning end tag
+    (`stop_token_ids` when the tag is one token, else a stop string).
+    """
     if params_cls is None:
         from deepinfer.types import SamplingParams as params_cls
     s = job.sampling
+    reasoning = phase == "reasoning"
+    stop = ([] if stop_token_ids else [job.reasoning_end]) if reasoning else list(s.stop)
     wanted = {
-        "max_tokens": s.max_tokens,
+        "max_tokens": max_tokens if max_tokens is not None else s.max_tokens,
         "temperature": s.temperature,
         "top_p": s.top_p,
         "top_k": s.top_k if s.top_k not in (-1, 0) else None,
         "min_p": s.min_p,
         "seed": choice_seed(s.seed, index),
-        "stop": list(s.stop) or None,
+        "stop": stop or None,
+        "stop_token_ids": stop_token_ids or None,
         "presence_penalty": s.presence_penalty,
         "frequency_penalty": s.frequency_penalty,
         "repetition_penalty": s.repetition_penalty,
@@ -56,9 +65,8 @@ def sampling_params(job: Job, index: int, params_cls=None):
         "logprobs": s.logprobs,
     }
     kwargs = {k: v for k, v in wanted.items() if v is not None}
-    kwargs.update(_constraint_kwargs(job))
-    if job.reasoning_aware and job.constraint is not None:
-        kwargs["reasoning_end"] = job.reasoning_end
+    if not reasoning:
+        kwargs.update(_constraint_kwargs(job))
     accepted = _accepted_fields(params_cls)
     missing = sorted(k for k in kwargs if k not in accepted)
     if missing:

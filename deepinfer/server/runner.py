@@ -4,18 +4,34 @@ Each choice is its own engine request (`<request_id>-<i>`, seed + i), so the
 engine's prefix cache shares the prompt and one choice failing never touches
 another request. Closing the delta stream (client gone, error) aborts every
 choice still running, which frees its KV blocks at once.
+
+Reasoning-aware jobs run each choice in two engine requests: free text until
+the reasoning end tag (`</think>`), then the constrained answer with the
+reasoning appended to the prompt (a prefix-cache hit, so cheap). If the model
+stops without closing its reasoning, the tag is appended for it, so a
+constrained answer always follows; only running out of tokens ends without one.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from deepinfer.server.job import ChoiceResult, Delta, Job, TokenLogprob
 from deepinfer.server.params import sampling_params
 
 _DONE = object()
+
+
+@dataclass
+class _Phase:
+    """What one engine request produced, for chaining the answer after the reasoning."""
+
+    token_ids: list[int] = field(default_factory=list)
+    finish_reason: str | None = None
+    stop_reason: Any = None
 
 
 class Runner:
@@ -36,33 +52,62 @@ class Runner:
                                        [(self._token_text(t), t, float(lp)) for t, lp in top]))
         return result
 
-    def _deltas(self, out: Any, index: int) -> list[Delta]:
-        """One engine RequestOutput (n=1: one completion) -> our deltas for choice `index`."""
-        deltas = []
-        for completion in out.outputs:
-            finish = completion.finish_reason
-            finish = None if finish is None else str(getattr(finish, "value", finish))
-            stop = completion.stop_reason if isinstance(completion.stop_reason, str) else None
-            deltas.append(Delta(index=index, text=completion.text or "",
-                                token_ids=list(completion.token_ids or []),
-                                logprobs=self._logprobs(completion), finish_reason=finish,
-                                error=completion.error if finish == "error" else None,
-                                stop_sequence=stop, cached_tokens=getattr(out, "num_cached_tokens", 0) or 0))
-        return deltas
+    async def _run_phase(self, prompt_ids: list[int], params: Any, request_id: str, index: int,
+                         queue: asyncio.Queue, kind: str, final: bool) -> _Phase:
+        """Stream one engine request into `queue`; finish reasons pass through only if `final`."""
+        phase = _Phase()
+        async for out in self.engine.add_request(prompt_token_ids=prompt_ids, params=params,
+                                                 request_id=request_id):
+            for completion in out.outputs:
+                finish = completion.finish_reason
+                finish = None if finish is None else str(getattr(finish, "value", finish))
+                phase.token_ids += list(completion.token_ids or [])
+                if finish is not None:
+                    phase.finish_reason, phase.stop_reason = finish, completion.stop_reason
+                passes = final or finish in ("length", "abort", "error")
+                await queue.put(Delta(
+                    index=index, text=completion.text or "", token_ids=list(completion.token_ids or []),
+                    logprobs=self._logprobs(completion), finish_reason=finish if passes else None,
+                    error=completion.error if finish == "error" else None,
+                    stop_sequence=completion.stop_reason if isinstance(completion.stop_reason, str) and final
+                    else None,
+                    cached_tokens=getattr(out, "num_cached_tokens", 0) or 0, kind=kind))
+        return phase
 
     async def _pump(self, job: Job, index: int, request_id: str, queue: asyncio.Queue) -> None:
         try:
-            params = sampling_params(job, index, self.params_cls)
-            async for out in self.engine.add_request(prompt_token_ids=job.prompt_token_ids,
-                                                     params=params, request_id=request_id):
-                for delta in self._deltas(out, index):
-                    await queue.put(delta)
+            if job.reasoning_aware and job.constraint is not None:
+                await self._reason_then_answer(job, index, request_id, queue)
+            else:
+                params = sampling_params(job, index, self.params_cls)
+                await self._run_phase(job.prompt_token_ids, params, request_id, index, queue, "content", True)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # one choice failing must not take the others down
             await queue.put(Delta(index=index, finish_reason="error", error=str(exc)))
         finally:
             await queue.put(_DONE)
+
+    async def _reason_then_answer(self, job: Job, index: int, request_id: str, queue: asyncio.Queue) -> None:
+        tag_id = self.tokenizer.token_to_id(job.reasoning_end)
+        think = sampling_params(job, index, self.params_cls, phase="reasoning",
+                                stop_token_ids=[tag_id] if tag_id is not None else None)
+        first = await self._run_phase(job.prompt_token_ids, think, f"{request_id}-think", index, queue,
+                                      "reasoning", False)
+        if first.finish_reason != "stop":
+            return  # length / abort / error already went out as this choice's finish
+        ids = list(first.token_ids)
+        closed = first.stop_reason == job.reasoning_end or (tag_id is not None and first.stop_reason == tag_id)
+        if not closed:  # the model ended (EOS) without closing its reasoning: close it for the answer
+            while ids and ids[-1] in self.tokenizer.eos_token_ids:
+                ids.pop()
+            ids += self.tokenizer.encode(job.reasoning_end, add_special_tokens=False)
+        remaining = job.sampling.max_tokens - len(first.token_ids)
+        if remaining < 1:
+            await queue.put(Delta(index=index, finish_reason="length"))
+            return
+        answer = sampling_params(job, index, self.params_cls, max_tokens=remaining)
+        await self._run_phase(job.prompt_token_ids + ids, answer, request_id, index, queue, "content", True)
 
     async def stream(self, job: Job, request_id: str) -> AsyncIterator[Delta]:
         """Deltas of all choices, interleaved as they arrive; every choice ends with a finish."""
@@ -84,22 +129,12 @@ class Runner:
                 if i not in finished:
                     yield Delta(index=i, finish_reason="error", error="the engine ended the request early")
         finally:
-            for task, rid in zip(tasks, ids):
+            for task in tasks:
                 if not task.done():
-                    task.cancel()
-                    _abort(self.engine, rid)
+                    task.cancel()  # leaving the engine's async iterator aborts the request
 
     async def collect(self, job: Job, request_id: str) -> list[ChoiceResult]:
         results = [ChoiceResult(index=i) for i in range(job.n)]
         async for delta in self.stream(job, request_id):
             results[delta.index].add(delta)
         return results
-
-
-def _abort(engine: Any, request_id: str) -> None:
-    try:
-        result = engine.abort(request_id)
-        if asyncio.iscoroutine(result):
-            asyncio.ensure_future(result)
-    except Exception:  # aborting a request the engine already finished is fine
-        pass

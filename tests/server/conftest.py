@@ -49,39 +49,28 @@ def tiny_model_dir(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def tiny_parts(tiny_model_dir):
-    from deepinfer.constraints import GrammarCompiler, Vocabulary
-    from deepinfer.tokenizer import Tokenizer
-    return Tokenizer.from_pretrained(tiny_model_dir), GrammarCompiler(Vocabulary.from_pretrained(tiny_model_dir))
+def tiny_engine(tiny_model_dir):
+    """The real AsyncEngine on a tiny random model (small KV pool: tests never need more)."""
+    from deepinfer.engine import AsyncEngine
+    engine = AsyncEngine(str(tiny_model_dir), kv_cache_bytes=64 << 20)
+    yield engine
+    engine.shutdown()
 
 
-def fake_state(tiny_parts, **config):
+def engine_state(engine, **config):
     from deepinfer.server.backend import build_state
     from deepinfer.server.config import ServerConfig
-    from server_fake_engine import FakeAsyncEngine
-    tokenizer, compiler = tiny_parts
-    engine = FakeAsyncEngine(tokenizer, compiler)
-    return build_state(engine, tokenizer, compiler, ServerConfig(model_name="tiny", **config))
+    return build_state(engine, engine.tokenizer, engine.compiler, ServerConfig(model_name="tiny", **config))
 
 
 @pytest.fixture(scope="module")
-def fake_server(tiny_parts):
-    with LiveServer(fake_state(tiny_parts, default_max_tokens=24)) as server:
-        yield server
+def server(tiny_engine):
+    """A live server on the real engine, for the SDK and wire tests."""
+    with LiveServer(engine_state(tiny_engine, default_max_tokens=24, max_model_len=2048)) as live:
+        yield live
 
 
 @pytest.fixture(scope="module")
-def fake_keyed_server(tiny_parts):
-    with LiveServer(fake_state(tiny_parts, api_key="sk-test", default_max_tokens=8)) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def server(fake_server):
-    """The server the SDK tests talk to."""
-    return fake_server
-
-
-@pytest.fixture(scope="module")
-def keyed_server(fake_keyed_server):
-    return fake_keyed_server
+def keyed_server(tiny_engine):
+    with LiveServer(engine_state(tiny_engine, api_key="sk-test", default_max_tokens=8)) as live:
+        yield live

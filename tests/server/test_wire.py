@@ -1,4 +1,4 @@
-"""Wire-level checks with the fake engine: routes, auth, errors, SSE shapes (raw HTTP)."""
+"""Wire-level checks on the real engine (tiny model): routes, auth, errors, SSE shapes (raw HTTP)."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ def post(server, path, body, **headers):
     return httpx.post(server.url + path, json=body, headers=headers, timeout=30)
 
 
-def test_health_and_models(fake_server):
-    assert httpx.get(fake_server.url + "/health").json() == {"status": "ok"}
-    models = httpx.get(fake_server.url + "/v1/models").json()
+def test_health_and_models(server):
+    assert httpx.get(server.url + "/health").json() == {"status": "ok"}
+    models = httpx.get(server.url + "/v1/models").json()
     assert models["data"][0]["id"] == "tiny"
 
 
-def test_chat_regex_extra_field(fake_server):
-    r = post(fake_server, "/v1/chat/completions",
+def test_chat_regex_extra_field(server):
+    r = post(server, "/v1/chat/completions",
              {"model": "tiny", "messages": [{"role": "user", "content": "hi"}], "regex": "(yes|no)", "seed": 1})
     assert r.status_code == 200, r.text
     body = r.json()
@@ -26,38 +26,38 @@ def test_chat_regex_extra_field(fake_server):
     assert body["usage"]["prompt_tokens"] > 0
 
 
-def test_unknown_field_is_400(fake_server):
-    r = post(fake_server, "/v1/chat/completions",
+def test_unknown_field_is_400(server):
+    r = post(server, "/v1/chat/completions",
              {"model": "tiny", "messages": [{"role": "user", "content": "hi"}], "guided_json": {"type": "object"}})
     assert r.status_code == 400
     err = r.json()["error"]
     assert "guided_json" in err["message"] and err["type"] == "invalid_request_error"
 
 
-def test_two_constraints_is_400(fake_server):
-    r = post(fake_server, "/v1/chat/completions",
+def test_two_constraints_is_400(server):
+    r = post(server, "/v1/chat/completions",
              {"model": "tiny", "messages": [{"role": "user", "content": "hi"}], "regex": "a",
               "structured_outputs": {"choice": ["x", "y"]}})
     assert r.status_code == 400
     assert "regex" in r.json()["error"]["message"] and "structured_outputs.choice" in r.json()["error"]["message"]
 
 
-def test_bad_regex_is_400_with_position(fake_server):
-    r = post(fake_server, "/v1/chat/completions",
+def test_bad_regex_is_400_with_position(server):
+    r = post(server, "/v1/chat/completions",
              {"model": "tiny", "messages": [{"role": "user", "content": "hi"}], "regex": "(a)\\1"})
     assert r.status_code == 400, r.text
     print(r.json())
 
 
-def test_anthropic_error_shape(fake_server):
-    r = post(fake_server, "/v1/messages", {"model": "tiny", "max_tokens": 5,
+def test_anthropic_error_shape(server):
+    r = post(server, "/v1/messages", {"model": "tiny", "max_tokens": 5,
                                            "messages": [{"role": "user", "content": "hi"}], "bogus": 1})
     assert r.status_code == 400
     assert r.json()["type"] == "error" and r.json()["error"]["type"] == "invalid_request_error"
 
 
-def test_stream_chat_sse(fake_server):
-    with httpx.stream("POST", fake_server.url + "/v1/chat/completions", timeout=30,
+def test_stream_chat_sse(server):
+    with httpx.stream("POST", server.url + "/v1/chat/completions", timeout=30,
                       json={"model": "tiny", "messages": [{"role": "user", "content": "hi"}], "stream": True,
                             "regex": "[a-z]{3,6}", "stream_options": {"include_usage": True}, "seed": 3}) as r:
         lines = [l for l in r.iter_lines() if l]
@@ -68,18 +68,18 @@ def test_stream_chat_sse(fake_server):
     assert chunks[-1]["usage"]["completion_tokens"] > 0
 
 
-def test_metrics(fake_server):
-    text = httpx.get(fake_server.url + "/metrics").text
-    assert "deepinfer_requests_total" in text and "deepinfer_kv_cache_usage_ratio 0.25" in text
+def test_metrics(server):
+    text = httpx.get(server.url + "/metrics").text
+    assert "deepinfer_requests_total" in text and "deepinfer_kv_cache_usage_ratio" in text and "deepinfer_prefix_cache_hit_rate" in text
 
 
-def test_auth(fake_keyed_server):
+def test_auth(keyed_server):
     body = {"model": "tiny", "messages": [{"role": "user", "content": "hi"}]}
-    assert httpx.get(fake_keyed_server.url + "/health").status_code == 200
-    assert post(fake_keyed_server, "/v1/chat/completions", body).status_code == 401
-    assert post(fake_keyed_server, "/v1/chat/completions", body, Authorization="Bearer nope").status_code == 401
-    assert post(fake_keyed_server, "/v1/chat/completions", body, Authorization="Bearer sk-test").status_code == 200
-    r = post(fake_keyed_server, "/v1/messages", {"model": "tiny", "max_tokens": 3, "messages": body["messages"]},
+    assert httpx.get(keyed_server.url + "/health").status_code == 200
+    assert post(keyed_server, "/v1/chat/completions", body).status_code == 401
+    assert post(keyed_server, "/v1/chat/completions", body, Authorization="Bearer nope").status_code == 401
+    assert post(keyed_server, "/v1/chat/completions", body, Authorization="Bearer sk-test").status_code == 200
+    r = post(keyed_server, "/v1/messages", {"model": "tiny", "max_tokens": 3, "messages": body["messages"]},
              **{"x-api-key": "sk-test"})
     assert r.status_code == 200, r.text
-    assert httpx.get(fake_keyed_server.url + "/metrics").status_code == 401
+    assert httpx.get(keyed_server.url + "/metrics").status_code == 401
