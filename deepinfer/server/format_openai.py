@@ -71,9 +71,13 @@ def chat_message(job: Job, result: ChoiceResult) -> tuple[dict, str]:
     if result.tool_call is not None:
         msg = {"role": "assistant", "content": None, "refusal": None,
                "tool_calls": tool_calls_json(result.tool_call, new_id("call_"))}
-        return msg, "tool_calls"
-    return ({"role": "assistant", "content": result.text, "refusal": None},
-            finish_reason(result.finish_reason))
+        reason = "tool_calls"
+    else:
+        msg = {"role": "assistant", "content": result.text, "refusal": None}
+        reason = finish_reason(result.finish_reason)
+    if job.reasoning_aware and job.constraint is not None:  # vLLM / DeepSeek convention
+        msg["reasoning_content"] = result.reasoning
+    return msg, reason
 
 
 def chat_completion(job: Job, results: list[ChoiceResult], model: str, usage: Usage) -> dict:
@@ -132,8 +136,9 @@ class ChatChunks:
         return self.chunk([{"index": index, "delta": {"role": "assistant", "content": ""},
                             "logprobs": None, "finish_reason": None}])
 
-    def content(self, index: int, text: str, logprobs: list[TokenLogprob]) -> dict:
-        return self.chunk([{"index": index, "delta": {"content": text},
+    def content(self, index: int, text: str, logprobs: list[TokenLogprob], kind: str = "content") -> dict:
+        key = "reasoning_content" if kind == "reasoning" else "content"
+        return self.chunk([{"index": index, "delta": {key: text},
                             "logprobs": chat_logprobs(self.job, logprobs), "finish_reason": None}])
 
     def finish(self, result: ChoiceResult) -> list[dict]:

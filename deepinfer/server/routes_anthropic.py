@@ -29,11 +29,14 @@ def stop_reason(job: Job, result: ChoiceResult) -> tuple[str, str | None]:
 
 
 def content_blocks(job: Job, result: ChoiceResult) -> list[dict]:
+    """The answer block (text or tool_use), last; a thinking block before it if any."""
     resolve_tool_call(job, result)
+    thinking = ([{"type": "thinking", "thinking": result.reasoning, "signature": ""}]
+                if result.reasoning else [])
     if result.tool_call is not None:
         name, args = result.tool_call
-        return [{"type": "tool_use", "id": new_id("toolu_"), "name": name, "input": args}]
-    return [{"type": "text", "text": result.text}]
+        return thinking + [{"type": "tool_use", "id": new_id("toolu_"), "name": name, "input": args}]
+    return thinking + [{"type": "text", "text": result.text}]
 
 
 def usage_json(usage: Usage) -> dict:
@@ -64,41 +67,73 @@ async def messages(request: Request):
                                        usage_of(job, results)))
 
 
+class _Blocks:
+    """Content-block bookkeeping for a stream: one open block at a time, indices in order."""
+
+    def __init__(self) -> None:
+        self.index = -1
+        self.kind: str | None = None
+
+    def open(self, block: dict) -> list[str]:
+        out = self.close()
+        self.index += 1
+        self.kind = block["type"]
+        out.append(sse.event("content_block_start", {"type": "content_block_start", "index": self.index,
+                                                     "content_block": block}))
+        return out
+
+    def delta(self, delta: dict) -> str:
+        return sse.event("content_block_delta", {"type": "content_block_delta", "index": self.index,
+                                                 "delta": delta})
+
+    def close(self) -> list[str]:
+        if self.kind is None:
+            return []
+        self.kind = None
+        return [sse.event("content_block_stop", {"type": "content_block_stop", "index": self.index})]
+
+
 async def _events(state, job: Job, msg_id: str):
     model = state.config.model_name
     start_usage = Usage(prompt_tokens=len(job.prompt_token_ids), completion_tokens=0)
     yield sse.event("message_start", {"type": "message_start",
                                       "message": message_object(msg_id, model, [], None, None, start_usage)})
-    text_open = job.tool_mode == "none"  # tool-capable output is buffered until it is known
-    if text_open:
-        yield sse.event("content_block_start", {"type": "content_block_start", "index": 0,
-                                                "content_block": {"type": "text", "text": ""}})
     yield sse.event("ping", {"type": "ping"})
+    text_live = job.tool_mode == "none"  # tool-capable output is buffered until it is known
+    blocks = _Blocks()
     result = ChoiceResult(index=0)
     try:
         async for d in state.runner.stream(job, msg_id):
             result.add(d)
             if d.finish_reason == "error":
                 raise APIError(500, f"generation failed: {d.error or 'unknown engine error'}")
-            if text_open and d.text:
-                yield sse.event("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                                        "delta": {"type": "text_delta", "text": d.text}})
-        blocks = content_blocks(job, result)
+            if d.kind == "reasoning" and d.text:
+                if blocks.kind != "thinking":
+                    for e in blocks.open({"type": "thinking", "thinking": "", "signature": ""}):
+                        yield e
+                yield blocks.delta({"type": "thinking_delta", "thinking": d.text})
+            elif text_live and d.text:
+                if blocks.kind != "text":
+                    for e in blocks.open({"type": "text", "text": ""}):
+                        yield e
+                yield blocks.delta({"type": "text_delta", "text": d.text})
+        final_blocks = content_blocks(job, result)
     except APIError as exc:
         yield sse.event("error", exc.body("anthropic"))
         return
-    if not text_open:
-        block = blocks[0]
-        if block["type"] == "tool_use":
-            yield sse.event("content_block_start", {"type": "content_block_start", "index": 0,
-                                                    "content_block": {**block, "input": {}}})
-            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"], ensure_ascii=False)}
-        else:
-            yield sse.event("content_block_start", {"type": "content_block_start", "index": 0,
-                                                    "content_block": {"type": "text", "text": ""}})
-            delta = {"type": "text_delta", "text": block["text"]}
-        yield sse.event("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta})
-    yield sse.event("content_block_stop", {"type": "content_block_stop", "index": 0})
+    answer = final_blocks[-1]
+    if answer["type"] == "tool_use":
+        for e in blocks.open({**answer, "input": {}}):
+            yield e
+        yield blocks.delta({"type": "input_json_delta", "partial_json": json.dumps(answer["input"],
+                                                                                    ensure_ascii=False)})
+    elif blocks.kind != "text":  # buffered text, or an empty answer: its block still appears
+        for e in blocks.open({"type": "text", "text": ""}):
+            yield e
+        if answer["text"]:
+            yield blocks.delta({"type": "text_delta", "text": answer["text"]})
+    for e in blocks.close():
+        yield e
     usage = usage_of(job, [result])
     state.metrics.record_tokens(usage.prompt_tokens, usage.completion_tokens)
     reason, sequence = stop_reason(job, result)

@@ -41,8 +41,8 @@ async def _chat_events(state, job, request_id, include_usage):
             results[d.index].add(d)
             if d.finish_reason == "error":
                 raise APIError(500, f"generation failed: {d.error or 'unknown engine error'}")
-            if (d.text or d.logprobs) and not chunks.buffer_tools:
-                yield sse.data(chunks.content(d.index, d.text, d.logprobs))
+            if (d.text or d.logprobs) and (d.kind == "reasoning" or not chunks.buffer_tools):
+                yield sse.data(chunks.content(d.index, d.text, d.logprobs, d.kind))
             if d.finish_reason is not None:
                 for c in chunks.finish(results[d.index]):
                     yield sse.data(c)

@@ -34,14 +34,20 @@ def _usage(usage: Usage) -> dict:
 
 
 def output_items(job: Job, result: ChoiceResult, msg_id: str) -> list[dict]:
+    """The answer item (message or function_call), last; a reasoning item before it if any."""
     resolve_tool_call(job, result)
+    reasoning = ([{"type": "reasoning", "id": new_id("rs_"), "summary": [],
+                   "content": [{"type": "reasoning_text", "text": result.reasoning}]}]
+                 if result.reasoning else [])
     if result.tool_call is not None:
         name, args = result.tool_call
-        return [{"type": "function_call", "id": new_id("fc_"), "call_id": new_id("call_"), "name": name,
-                 "arguments": json.dumps(args, ensure_ascii=False), "status": "completed"}]
+        return reasoning + [{"type": "function_call", "id": new_id("fc_"), "call_id": new_id("call_"),
+                             "name": name, "arguments": json.dumps(args, ensure_ascii=False),
+                             "status": "completed"}]
     part = {"type": "output_text", "text": result.text, "annotations": [],
             "logprobs": _logprobs(job, result.logprobs)}
-    return [{"type": "message", "id": msg_id, "status": "completed", "role": "assistant", "content": [part]}]
+    return reasoning + [{"type": "message", "id": msg_id, "status": "completed", "role": "assistant",
+                         "content": [part]}]
 
 
 def response_object(req: ResponsesRequest, resp_id: str, created: int, model: str, status: str,
@@ -91,7 +97,8 @@ async def _events(state, req, job, resp_id, created):
     yield ev("response.in_progress", response=base)
     result = ChoiceResult(index=0)
     msg_id = new_id("msg_")
-    text_open = job.tool_mode == "none"  # tool-capable output is buffered until it is known
+    # Tool-capable output is buffered until it is known; reasoning goes out as an item at the end.
+    text_open = job.tool_mode == "none" and not (job.reasoning_aware and job.constraint is not None)
     loc = {"item_id": msg_id, "output_index": 0, "content_index": 0}
     if text_open:
         yield ev("response.output_item.added", output_index=0,
@@ -104,7 +111,7 @@ async def _events(state, req, job, resp_id, created):
             result.add(d)
             if d.finish_reason == "error":
                 raise APIError(500, f"generation failed: {d.error or 'unknown engine error'}")
-            if text_open and (d.text or d.logprobs):
+            if text_open and d.kind == "content" and (d.text or d.logprobs):
                 yield ev("response.output_text.delta", **loc, delta=d.text, logprobs=_logprobs(job, d.logprobs))
         items = output_items(job, result, msg_id)
     except APIError as exc:
@@ -112,23 +119,29 @@ async def _events(state, req, job, resp_id, created):
         failed["error"] = {"code": "server_error", "message": exc.message}
         yield ev("response.failed", response=failed)
         return
-    item = items[0]
+    item = items[-1]
+    if len(items) == 2:  # the reasoning item comes first, whole
+        yield ev("response.output_item.added", output_index=0, item=items[0])
+        yield ev("response.output_item.done", output_index=0, item=items[0])
+        loc["output_index"] = 1
+    index = loc["output_index"]
     if item["type"] == "function_call":
-        yield ev("response.output_item.added", output_index=0, item={**item, "arguments": "", "status": "in_progress"})
-        yield ev("response.function_call_arguments.delta", item_id=item["id"], output_index=0,
+        yield ev("response.output_item.added", output_index=index,
+                 item={**item, "arguments": "", "status": "in_progress"})
+        yield ev("response.function_call_arguments.delta", item_id=item["id"], output_index=index,
                  delta=item["arguments"])
-        yield ev("response.function_call_arguments.done", item_id=item["id"], output_index=0,
+        yield ev("response.function_call_arguments.done", item_id=item["id"], output_index=index,
                  name=item["name"], arguments=item["arguments"])
     else:
         part = item["content"][0]
         if not text_open:
-            yield ev("response.output_item.added", output_index=0,
+            yield ev("response.output_item.added", output_index=index,
                      item={**item, "status": "in_progress", "content": []})
             yield ev("response.content_part.added", **loc, part={**part, "text": ""})
             yield ev("response.output_text.delta", **loc, delta=part["text"], logprobs=part["logprobs"])
         yield ev("response.output_text.done", **loc, text=part["text"], logprobs=part["logprobs"])
         yield ev("response.content_part.done", **loc, part=part)
-    yield ev("response.output_item.done", output_index=0, item=item)
+    yield ev("response.output_item.done", output_index=index, item=item)
     usage = usage_of(job, [result])
     state.metrics.record_tokens(usage.prompt_tokens, usage.completion_tokens)
     final = response_object(req, resp_id, created, model, "completed", items, usage, result.finish_reason)
