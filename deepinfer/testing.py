@@ -186,3 +186,76 @@ def default_gguf_or_skip() -> Path:
     except ModelLoadError as exc:
         pytest.skip(f"default model GGUF unavailable: {exc}")
     return target
+
+
+def _llama_cpp_permute(weight: np.ndarray, num_heads: int) -> np.ndarray:
+    """llama.cpp convert_hf_to_gguf.py's q/k row permutation (the inverse of gguf.unpermute_qk)."""
+    return (weight.reshape(num_heads, 2, weight.shape[0] // num_heads // 2, *weight.shape[1:])
+            .swapaxes(1, 2).reshape(weight.shape))
+
+
+def make_tiny_gguf(model_dir: str | Path, out_path: str | Path, quantization: str = "F32") -> Path:
+    """Write the tiny llama/qwen model of `model_dir` as a GGUF file the way llama.cpp's converter
+    does (tensor names, q/k permutation for llama, tokenizer metadata), with 2-D weights stored
+    as F32 or quantized to Q8_0."""
+    import gguf
+    from safetensors.numpy import load_file
+
+    model_dir, out_path = Path(model_dir), Path(out_path)
+    config = json.loads((model_dir / "config.json").read_text())
+    tokenizer = json.loads((model_dir / "tokenizer.json").read_text())
+    tokenizer_config = json.loads((model_dir / "tokenizer_config.json").read_text())
+    arch = config["model_type"]
+    writer = gguf.GGUFWriter(str(out_path), arch=arch)
+    writer.add_context_length(config["max_position_embeddings"])
+    writer.add_embedding_length(config["hidden_size"])
+    writer.add_block_count(config["num_hidden_layers"])
+    writer.add_feed_forward_length(config["intermediate_size"])
+    writer.add_head_count(config["num_attention_heads"])
+    writer.add_head_count_kv(config["num_key_value_heads"])
+    writer.add_key_length(config["head_dim"])
+    writer.add_value_length(config["head_dim"])
+    writer.add_rope_dimension_count(config["head_dim"])
+    writer.add_rope_freq_base(config["rope_theta"])
+    writer.add_layer_norm_rms_eps(config["rms_norm_eps"])
+    writer.add_vocab_size(config["vocab_size"])
+    added = {t["id"]: t for t in tokenizer["added_tokens"]}
+    vocab = {**tokenizer["model"]["vocab"], **{t["content"]: i for i, t in added.items()}}
+    tokens = [token for token, _ in sorted(vocab.items(), key=lambda item: item[1])]
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("default")
+    writer.add_token_list(tokens)
+    writer.add_token_types([gguf.TokenType.CONTROL if i in added else gguf.TokenType.NORMAL
+                            for i in range(len(tokens))])
+    writer.add_token_merges([m if isinstance(m, str) else " ".join(m) for m in tokenizer["model"]["merges"]])
+    writer.add_bos_token_id(config["bos_token_id"])
+    writer.add_eos_token_id(config["eos_token_id"])
+    writer.add_pad_token_id(config["pad_token_id"])
+    writer.add_add_bos_token(False)
+    writer.add_chat_template(tokenizer_config["chat_template"])
+    names = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
+             "lm_head.weight": "output.weight"}
+    parts = {"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm",
+             "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
+             "self_attn.o_proj": "attn_output", "self_attn.q_norm": "attn_q_norm",
+             "self_attn.k_norm": "attn_k_norm", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
+             "mlp.down_proj": "ffn_down"}
+    for name, weight in load_file(str(model_dir / "model.safetensors")).items():
+        if name not in names:
+            layer, rest = name[len("model.layers."):].split(".", 1)
+            part, kind = rest.rsplit(".", 1)
+            names[name] = f"blk.{layer}.{parts[part]}.{kind}"
+        if arch == "llama" and ".q_proj." in name:
+            weight = _llama_cpp_permute(weight, config["num_attention_heads"])
+        elif arch == "llama" and ".k_proj." in name:
+            weight = _llama_cpp_permute(weight, config["num_key_value_heads"])
+        if quantization == "Q8_0" and weight.ndim == 2:
+            quantized = gguf.quants.quantize(weight, gguf.GGMLQuantizationType.Q8_0)
+            writer.add_tensor(names[name], quantized, raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+        else:
+            writer.add_tensor(names[name], weight)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return out_path
