@@ -138,6 +138,8 @@ class PagedKVCache:
             return self._attend_tiled(layer, q, scale, sliding_window).to(v.dtype)
         out, offset = [], 0
         for s, slots in zip(self.seqs, self.seq_slots):
+            if s.num_new == 0:
+                continue
             kk, vv = self.pool.k[layer][slots], self.pool.v[layer][slots]
             out.append(causal_attention(q[offset:offset + s.num_new], kk.to(q.dtype), vv.to(q.dtype),
                                         s.num_cached, scale=scale, sliding_window=sliding_window))

@@ -31,7 +31,7 @@ def run_needle(llm, others: int, rng: random.Random, position: int | None = None
     return out.token_ids, [lp.logprob for lp in out.logprobs]
 
 
-@pytest.mark.parametrize("family", ["llama", "qwen3"])
+@pytest.mark.parametrize("family", ["llama", "qwen3", "deepseek", "mistral-sliding"])
 def test_needle_is_identical_alone_and_in_random_batches(make_llm, family):
     alone = run_needle(make_llm(family, enable_prefix_caching=False), 0, random.Random(0))
     rng = random.Random(1)

@@ -1,6 +1,7 @@
 """End-to-end generation on a tiny random model: correctness against a dense reference, and the
 sampling features that reach the caller (stop strings, stop ids, n, logprobs, limits)."""
 
+import pytest
 import torch
 
 from deepinfer import SamplingParams
@@ -22,9 +23,10 @@ def dense_greedy(model, ids, steps):
     return out
 
 
-def test_greedy_matches_dense_single_sequence_decode(make_llm, tiny):
-    llm = make_llm(block_size=4)
-    model, tok = tiny()
+@pytest.mark.parametrize("family", ["llama", "deepseek", "mistral-sliding"])
+def test_greedy_matches_dense_single_sequence_decode(make_llm, tiny, family):
+    llm = make_llm(family, block_size=4, max_num_batched_tokens=8)  # chunked prefill, several blocks
+    model, tok = tiny(family)
     params = SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)
     outs = llm.generate(PROMPTS, params)
     for prompt, out in zip(PROMPTS, outs):
