@@ -13,6 +13,7 @@ class ServerConfig:
     max_model_len: int | None = None
     reasoning_aware: bool = False  # default for requests that do not say
     reasoning_end: str = "</think>"
+    json_whitespace: str | None = None  # JSON Schema whitespace mode: default / compact / unbounded
 
     def max_tokens(self, requested: int | None, prompt_len: int) -> int:
         if requested is not None:

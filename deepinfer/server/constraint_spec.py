@@ -41,6 +41,22 @@ class ToolDecl:
     strict: bool = False
 
 
+# `json_object`: any JSON object. A context-free grammar (nesting is unbounded), with whitespace
+# runs bounded so a model cannot spin on blanks until max_tokens.
+JSON_OBJECT_GBNF = r"""root   ::= object
+value  ::= object | array | string | number | "true" | "false" | "null"
+object ::= "{" ws ( string ws ":" ws value ws ( "," ws string ws ":" ws value ws )* )? "}"
+array  ::= "[" ws ( value ws ( "," ws value ws )* )? "]"
+string ::= "\"" ( [^"\\\x00-\x1f] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} ) )* "\""
+number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?
+ws     ::= [ \t\n]{0,4}
+"""
+
+
+def json_object_spec(source: str) -> ConstraintSpec:
+    return ConstraintSpec("grammar", JSON_OBJECT_GBNF, source, syntax="gbnf")
+
+
 def single_constraint(candidates: list[ConstraintSpec]) -> ConstraintSpec | None:
     """The one constraint of a request, or a 400 naming both fields if there are two."""
     if len(candidates) > 1:

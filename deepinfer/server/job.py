@@ -46,6 +46,7 @@ class Job:
     tools: list[ToolDecl] = field(default_factory=list)
     reasoning_aware: bool = False
     reasoning_end: str = "</think>"
+    json_whitespace: str | None = None  # server-wide JSON Schema whitespace mode (None: compiler default)
 
 
 @dataclass

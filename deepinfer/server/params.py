@@ -25,7 +25,8 @@ def _constraint_kwargs(job: Job) -> dict:
     if spec is None:
         return {}
     if spec.kind == "json_schema":
-        return {"json_schema": spec.value}
+        options = {} if job.json_whitespace is None else {"json_whitespace": job.json_whitespace}
+        return {"json_schema": spec.value, **options}
     if spec.kind == "regex":
         return {"regex": spec.value}
     return {"grammar": spec.value, "grammar_syntax": spec.syntax}

@@ -92,4 +92,5 @@ def messages_job(req: MessagesRequest, tokenizer: Any, config: ServerConfig) -> 
     else:
         reasoning = config.reasoning_aware
     return Job(prompt_token_ids=ids, prompt_text=text, sampling=sampling, constraint=constraint,
-               tool_mode=mode, tools=tools, reasoning_aware=reasoning, reasoning_end=config.reasoning_end)
+               tool_mode=mode, tools=tools, reasoning_aware=reasoning, reasoning_end=config.reasoning_end,
+               json_whitespace=config.json_whitespace)

@@ -12,20 +12,18 @@ from typing import Any
 
 from deepinfer.server.config import ServerConfig
 from deepinfer.server.constraint_spec import (ConstraintSpec, ToolDecl, extra_field_specs,
-                                              forced_tool_spec, single_constraint)
+                                              forced_tool_spec, json_object_spec, single_constraint)
 from deepinfer.server.errors import bad_request
 from deepinfer.server.job import Job, Sampling
 from deepinfer.server.prompt import check_context, render_chat, render_text
 from deepinfer.server.protocol.openai import ChatCompletionRequest, CompletionRequest
-
-ANY_JSON_OBJECT = {"type": "object"}
 
 
 def response_format_spec(fmt, source: str = "response_format") -> ConstraintSpec | None:
     if fmt is None or fmt.type == "text":
         return None
     if fmt.type == "json_object":
-        return ConstraintSpec("json_schema", ANY_JSON_OBJECT, source)
+        return json_object_spec(source)
     js = fmt.json_schema
     if js.schema_ is None:
         raise bad_request(f"'{source}.json_schema.schema' is required: without a schema nothing "
@@ -142,7 +140,8 @@ def chat_job(req: ChatCompletionRequest, tokenizer: Any, config: ServerConfig) -
     logprobs = (req.top_logprobs or 0) if req.logprobs else None
     return Job(prompt_token_ids=ids, prompt_text=text, sampling=sampling(req, max_tokens, logprobs),
                n=req.n, constraint=constraint, tool_mode=mode, tools=tools,
-               reasoning_aware=_reasoning(req, config), reasoning_end=config.reasoning_end)
+               reasoning_aware=_reasoning(req, config), reasoning_end=config.reasoning_end,
+               json_whitespace=config.json_whitespace)
 
 
 def completion_job(req: CompletionRequest, tokenizer: Any, config: ServerConfig) -> Job:
@@ -171,7 +170,8 @@ def completion_job(req: CompletionRequest, tokenizer: Any, config: ServerConfig)
     check_context(ids, max_tokens, config.max_model_len)
     return Job(prompt_token_ids=ids, prompt_text=text, sampling=sampling(req, max_tokens, req.logprobs),
                n=req.n, constraint=constraint, reasoning_aware=_reasoning(req, config),
-               reasoning_end=config.reasoning_end)
+               reasoning_end=config.reasoning_end,
+               json_whitespace=config.json_whitespace)
 
 
 def _reasoning(req, config: ServerConfig) -> bool:

@@ -7,13 +7,13 @@ from typing import Any
 
 from deepinfer.server.config import ServerConfig
 from deepinfer.server.constraint_spec import (ConstraintSpec, ToolDecl, extra_field_specs,
-                                              forced_tool_spec, single_constraint)
+                                              forced_tool_spec, json_object_spec, single_constraint)
 from deepinfer.server.errors import bad_request
 from deepinfer.server.job import Job, Sampling
 from deepinfer.server.prompt import check_context, render_chat
 from deepinfer.server.protocol.responses import (FunctionCallItem, FunctionCallOutputItem,
                                                  ResponsesRequest)
-from deepinfer.server.translate_openai import ANY_JSON_OBJECT, stop_list
+from deepinfer.server.translate_openai import stop_list
 
 
 def input_messages(req: ResponsesRequest) -> list[dict[str, Any]]:
@@ -45,7 +45,7 @@ def text_format_spec(req: ResponsesRequest) -> ConstraintSpec | None:
     if fmt is None or fmt.type == "text":
         return None
     if fmt.type == "json_object":
-        return ConstraintSpec("json_schema", ANY_JSON_OBJECT, "text.format")
+        return json_object_spec("text.format")
     return ConstraintSpec("json_schema", fmt.schema_, "text.format.schema", strict=bool(fmt.strict))
 
 
@@ -73,4 +73,5 @@ def responses_job(req: ResponsesRequest, tokenizer: Any, config: ServerConfig) -
                         logprobs=req.top_logprobs)
     reasoning = config.reasoning_aware if req.reasoning_aware is None else req.reasoning_aware
     return Job(prompt_token_ids=ids, prompt_text=text, sampling=sampling, constraint=constraint,
-               tool_mode=mode, tools=tools, reasoning_aware=reasoning, reasoning_end=config.reasoning_end)
+               tool_mode=mode, tools=tools, reasoning_aware=reasoning, reasoning_end=config.reasoning_end,
+               json_whitespace=config.json_whitespace)

@@ -20,12 +20,14 @@ from deepinfer.server.constraint_spec import ConstraintSpec
 from deepinfer.server.errors import bad_request
 
 
-def compile_spec(compiler: Any, spec: ConstraintSpec) -> Any:
+def compile_spec(compiler: Any, spec: ConstraintSpec, json_whitespace: str | None = None) -> Any:
     """Compile one constraint with the project's GrammarCompiler (raises ConstraintError)."""
     if spec.kind == "json_schema":
-        # Exactly what the engine compiles (same cache key): the schema is enforced as written;
-        # `strict` asks for nothing more than that.
-        return compiler.compile_json_schema(spec.value)
+        # Exactly what the engine compiles (same options, so the same cache entry). The compiler
+        # is strict already (a keyword it cannot enforce is an error), so OpenAI's `strict`
+        # asks for nothing more.
+        options = {} if json_whitespace is None else {"whitespace": json_whitespace}
+        return compiler.compile_json_schema(spec.value, **options)
     if spec.kind == "regex":
         return compiler.compile_regex(spec.value)
     return compiler.compile_grammar(spec.value, syntax=spec.syntax)
@@ -34,8 +36,10 @@ def compile_spec(compiler: Any, spec: ConstraintSpec) -> Any:
 class ConstraintValidator:
     """Compiles constraints off the event loop and reports compile time."""
 
-    def __init__(self, compiler: Any, on_compiled: Callable[[float, bool], None] | None = None) -> None:
+    def __init__(self, compiler: Any, on_compiled: Callable[[float, bool], None] | None = None,
+                 json_whitespace: str | None = None) -> None:
         self.compiler = compiler
+        self.json_whitespace = json_whitespace
         self.on_compiled = on_compiled
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="constraint-compile")
 
@@ -48,7 +52,8 @@ class ConstraintValidator:
         start = time.perf_counter()
         ok = False
         try:
-            await asyncio.get_running_loop().run_in_executor(self._pool, compile_spec, self.compiler, spec)
+            await asyncio.get_running_loop().run_in_executor(self._pool, compile_spec, self.compiler, spec,
+                                                             self.json_whitespace)
             ok = True
         except UserError as exc:  # ConstraintError and friends: the user's constraint is at fault
             raise bad_request(f"'{spec.source}': {exc}", param=spec.source, code="invalid_constraint") from None

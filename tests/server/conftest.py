@@ -66,7 +66,9 @@ def engine_state(engine, **config):
 @pytest.fixture(scope="module")
 def server(tiny_engine):
     """A live server on the real engine, for the SDK and wire tests."""
-    with LiveServer(engine_state(tiny_engine, default_max_tokens=24, max_model_len=2048)) as live:
+    # compact JSON: a random model would otherwise spend its tokens on (bounded) whitespace
+    with LiveServer(engine_state(tiny_engine, default_max_tokens=24, max_model_len=2048,
+                                 json_whitespace="compact")) as live:
         yield live
 
 
