@@ -25,6 +25,7 @@ import numpy as np
 from ..masks import pack_mask
 from ..vocab import Vocabulary
 from .earley import Chart, Parser
+from .follow import follow_first_bytes
 from .lexemes import Bnf, lexeme_index
 from .scan import ROOT, ScanCache
 
@@ -55,6 +56,8 @@ class CfgAutomaton:
         self.parser = Parser(bnf)
         self.lexemes = bnf.lexemes
         self.scans = scan_cache(vocab)
+        self.follow_bytes = follow_first_bytes(bnf, self.parser.nullable)
+        self._children: dict[tuple[int, int], int | None] = {}
         self._initial = self._with_new_threads(self.parser.initial_chart(), ())
 
     # ------------------------------------------------------------- stepping
@@ -140,7 +143,6 @@ class CfgAutomaton:
     def _explore(self, chart: Chart, threads, scope: int, rows: list, ids: list) -> None:
         """Collect tokens of `scope` allowed from (chart, threads)."""
         lexemes, scans = self.lexemes, self.scans
-        completed: dict[tuple[int, int], tuple] = {}
         for lex, origin, q in threads:
             lexeme = lexemes[lex]
             run = scans.run(lexeme.digest, lexeme.trans, lexeme.accepting, q, scope)
@@ -148,12 +150,34 @@ class CfgAutomaton:
                 rows.append(run.inside_row)
             elif run.inside_ids.size:
                 ids.append(run.inside_ids)
-            if not run.children:
+            if run.child is None:
                 continue
-            key = (lex, origin)
-            after = completed.get(key)
-            if after is None:
-                next_chart = self._complete(chart, [key])
-                after = completed[key] = (next_chart, self._with_new_threads(next_chart, ()).threads)
-            for _end, child in run.children:
-                self._explore(after[0], after[1], child, rows, ids)
+            key = (lex, run.child)
+            child = self._children.get(key, -1)
+            if child == -1:  # keep entries whose next byte can start a lexeme after `lex`
+                child = self._children[key] = scans.filter_scope(run.child, self.follow_bytes[lex])
+            if child is not None:
+                found = self._after_lexeme(chart, lex, origin, child)
+                if found.size:
+                    ids.append(found)
+
+    def _after_lexeme(self, chart: Chart, lex: int, origin: int, scope: int) -> np.ndarray:
+        """Token ids of `scope` allowed right after lexeme `lex` (from set `origin`)
+        ends. Memoized on item sets: the last set of a chart determines the chart."""
+        last = chart[len(chart) - 1]
+        key = (lex, origin)
+        after = last.memo.get(key)
+        if after is None:
+            next_chart = self._complete(chart, [key])
+            after = last.memo[key] = (next_chart[len(chart)],
+                                      self._with_new_threads(next_chart, ()).threads)
+        item_set, threads = after
+        found = item_set.memo.get(scope)
+        if found is None:
+            local: list[np.ndarray] = []
+            self._explore(chart.append(item_set), threads, scope, [], local)
+            found = item_set.memo[scope] = np.unique(np.concatenate(local)) if local else _NO_IDS
+        return found
+
+
+_NO_IDS = np.zeros(0, dtype=np.int32)

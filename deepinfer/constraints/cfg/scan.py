@@ -1,12 +1,13 @@
 """Vectorized runs of many tokens through one lexeme DFA, cached per (DFA, state, scope).
 
-A *scope* is a set of tokens and a byte offset into each of them: the root
-scope is the whole vocabulary at offset 0; a child scope holds the tokens of
-its parent scope for which some lexeme DFA, run from some state, reached an
-accepting state exactly at byte `end` with bytes left over (the token crosses
-a lexeme boundary there). A run of DFA `D` from state `q` over a scope yields
-the tokens whose remaining bytes all stay inside `D` (allowed whatever the
-parser does next) and one child scope per boundary offset. Runs depend on the
+A *scope* is a list of entries (token, byte offset into it): the root scope
+is the whole vocabulary at offset 0; the child scope of a run holds an entry
+(token, end) for every entry of the parent scope for which the lexeme DFA,
+run from its state, reached an accepting state at byte `end` with bytes left
+over (the token crosses a lexeme boundary there; a token may appear with
+several offsets). A run of DFA `D` from state `q` over a scope yields the
+tokens whose remaining bytes all stay inside `D` (allowed whatever the parser
+does next) and the child scope (None if empty). Runs depend on the
 vocabulary and the DFA only, so they are cached across states, requests and
 grammars (keyed by the DFA's canonical digest). One numpy step per byte
 position, never a Python loop over tokens. Knows nothing about parsing.
@@ -26,8 +27,8 @@ ROOT = 0
 
 @dataclass
 class Scope:
-    positions: np.ndarray   # int64 [k] indices into vocab.sorted_* (tokens with len > offset)
-    offset: int
+    positions: np.ndarray   # int64 [k] indices into vocab.sorted_*
+    offsets: np.ndarray     # int64 [k] bytes already read (< the token's length)
 
 
 @dataclass
@@ -36,7 +37,7 @@ class Run:
 
     inside_row: np.ndarray | None   # int32 [words] packed, root scope only
     inside_ids: np.ndarray          # int32 [m] token ids (non-root scopes)
-    children: tuple[tuple[int, int], ...]  # (end offset, child scope id)
+    child: int | None                      # scope id of the boundary-crossing entries
 
 
 class ScanCache:
@@ -44,9 +45,25 @@ class ScanCache:
 
     def __init__(self, vocab: Vocabulary) -> None:
         self.vocab = vocab
-        self.scopes: list[Scope] = [Scope(np.arange(len(vocab.sorted_ids), dtype=np.int64), 0)]
-        self.scope_ids: dict[tuple, int] = {}
+        n = len(vocab.sorted_ids)
+        self.scopes: list[Scope] = [Scope(np.arange(n, dtype=np.int64), np.zeros(n, np.int64))]
         self.runs: dict[tuple, Run] = {}
+        self.filtered: dict[tuple, int | None] = {}
+
+    def filter_scope(self, scope_id: int, first_bytes: np.ndarray) -> int | None:
+        """The entries of a scope whose next byte is in `first_bytes` (bool [256]), or None."""
+        key = (scope_id, first_bytes.tobytes())
+        if key not in self.filtered:
+            scope = self.scopes[scope_id]
+            ok = first_bytes[self.vocab.sorted_bytes[scope.positions, scope.offsets]]
+            found = None
+            if ok.all():
+                found = scope_id
+            elif ok.any():
+                found = len(self.scopes)
+                self.scopes.append(Scope(scope.positions[ok], scope.offsets[ok]))
+            self.filtered[key] = found
+        return self.filtered[key]
 
     def run(self, digest: str, trans: np.ndarray, accepting: np.ndarray, state: int,
             scope_id: int) -> Run:
@@ -60,33 +77,37 @@ class ScanCache:
         vocab = self.vocab
         scope = self.scopes[scope_id]
         mat, lengths, flat = vocab.sorted_bytes, vocab.sorted_lengths, trans.reshape(-1)
-        j = scope.offset
         if scope_id == ROOT:
             idx = token_candidates(np.flatnonzero(trans[state] >= 0), vocab)
+            off = np.zeros(idx.shape, np.int64)
         else:
-            idx = scope.positions[trans[state][mat[scope.positions, j]] >= 0]
+            ok = trans[state][mat[scope.positions, scope.offsets]] >= 0
+            idx, off = scope.positions[ok], scope.offsets[ok]
         cur = np.full(idx.shape, state, dtype=np.int64)
         lens = lengths[idx]
-        inside, children = [], []
+        inside, hit_idx, hit_off = [], [], []
         while idx.size:
-            cur = flat[cur * 256 + mat[idx, j]].astype(np.int64)   # [k] state after byte j
-            j += 1
+            cur = flat[cur * 256 + mat[idx, off]].astype(np.int64)   # [k] state after one more byte
+            off = off + 1
             live = cur >= 0
             if not live.all():
-                idx, cur, lens = idx[live], cur[live], lens[live]
-            done = lens == j
+                idx, cur, lens, off = idx[live], cur[live], lens[live], off[live]
+            done = lens == off
             if done.any():
                 inside.append(idx[done])
             more = ~done
             hit = accepting[cur] & more
             if hit.any():
-                self.scope_ids[key + (j,)] = child = len(self.scopes)
-                self.scopes.append(Scope(idx[hit], j))
-                children.append((j, child))
-            idx, cur, lens = idx[more], cur[more], lens[more]
+                hit_idx.append(idx[hit])
+                hit_off.append(off[hit])
+            idx, cur, lens, off = idx[more], cur[more], lens[more], off[more]
+        child = None
+        if hit_idx:
+            child = len(self.scopes)
+            self.scopes.append(Scope(np.concatenate(hit_idx), np.concatenate(hit_off)))
         ids = vocab.sorted_ids[np.concatenate(inside)] if inside else np.zeros(0, np.int32)
         if scope_id == ROOT:
             row = pack_mask(ids, vocab)
             row.flags.writeable = False
-            return Run(row, np.zeros(0, np.int32), tuple(children))
-        return Run(None, ids.astype(np.int32), tuple(children))
+            return Run(row, np.zeros(0, np.int32), child)
+        return Run(None, np.unique(ids).astype(np.int32), child)

@@ -299,17 +299,44 @@ def _case_insensitive(expr: ir.Expr) -> ir.Expr:
 
 
 def _fold_class(cls: ir.CharClass) -> ir.Expr:
+    """Add every character Python's re.IGNORECASE matches with a member (lark uses re)."""
+    folds = _case_folds()
     extra = []
     for lo, hi in cls.ranges:
-        for cp in range(lo, min(hi, lo + 5000) + 1):  # huge ranges: fold their start only
-            ch = chr(cp)
-            for other in (ch.lower(), ch.upper()):
-                if len(other) == 1 and other != ch:
-                    extra.append((ord(other), ord(other)))
+        if hi - lo > 0x3000:  # a huge range: fold only the characters that have other cases
+            members = [cp for cp in folds if lo <= cp <= hi]
+        else:
+            members = [cp for cp in range(lo, hi + 1) if cp in folds]
+        for cp in members:
+            extra.extend((o, o) for o in folds[cp])
     folded = ir.CharClass.of(list(cls.ranges) + extra)
     if len(folded.ranges) == 1 and folded.ranges[0][0] == folded.ranges[0][1]:
         return ir.Literal(chr(folded.ranges[0][0]))
     return folded
+
+
+_FOLDS: dict[int, tuple[int, ...]] = {}
+
+
+def _case_folds() -> dict[int, tuple[int, ...]]:
+    """code point -> the other code points with the same simple case folding."""
+    if not _FOLDS:
+        groups: dict[str, set[int]] = {}
+        for cp in range(0x1E944):
+            if 0xD800 <= cp <= 0xDFFF:
+                continue
+            ch = chr(cp)
+            low = ch.lower()
+            if len(low) != 1:
+                continue
+            key = low.upper().lower() if len(low.upper()) == 1 else low
+            groups.setdefault(key, set()).add(cp)
+        groups["i"].add(0x130)  # re folds U+0130 with i too (its lower case is two characters)
+        for members in groups.values():
+            if len(members) > 1:
+                for cp in members:
+                    _FOLDS[cp] = tuple(sorted(members - {cp}))
+    return _FOLDS
 
 
 _COMMON_CACHE: dict[str, ir.Expr] = {}
