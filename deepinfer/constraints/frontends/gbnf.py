@@ -25,6 +25,7 @@ _ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "\\": "\\", '"': '"', "'": "'", "["
             "{": "{", "}": "}", " ": " "}
 _HEX = {"x": 2, "u": 4, "U": 8}
 MAX_REPEAT = 10_000
+_BRACES = re.compile(r"\{\s*(\d*)\s*(,\s*(\d*)\s*)?\}")
 
 
 def lower_gbnf(text: str, start: str = "root") -> ir.Grammar:
@@ -114,11 +115,11 @@ class _Parser:
 
     def braces(self) -> tuple[int, int | None]:
         at = self.pos
-        m = re.compile(r"\{\s*(\d+)\s*(,\s*(\d*)\s*)?\}").match(self.text, self.pos)
-        if m is None:
-            raise self.error("syntax error in repetition; expected {m}, {m,} or {m,n}")
+        m = _BRACES.match(self.text, self.pos)
+        if m is None or not (m.group(1) or m.group(3)):
+            raise self.error("syntax error in repetition; expected {m}, {m,}, {,n} or {m,n}")
         self.pos = m.end()
-        lo = int(m.group(1))
+        lo = int(m.group(1) or 0)
         hi = lo if m.group(2) is None else (int(m.group(3)) if m.group(3) else None)
         if hi is not None and hi < lo:
             raise self.error(f"repetition {{{lo},{hi}}} has its bounds reversed", at)
@@ -207,6 +208,8 @@ class _Parser:
             hi = lo
             if self.text.startswith("-", self.pos) and not self.text.startswith("-]", self.pos):
                 self.pos += 1
+                if self.pos >= len(self.text) or self.text[self.pos] == "\n":
+                    raise self.error("unterminated character class", start)
                 hi = self.char()
                 if ord(hi) < ord(lo):
                     raise self.error(f"character range {lo!r}-{hi!r} is reversed", start)
