@@ -40,12 +40,16 @@ class DenseKVCache:
 
     Call `attend` for every layer of a forward pass, then the next forward
     pass continues after the tokens already stored. `num_tokens` counts the
-    tokens cached (taken from layer 0).
+    tokens cached (taken from layer 0). `keys[layer]` / `values[layer]` are
+    views [num_tokens, num_kv_heads, head_dim] of buffers that grow by doubling,
+    so a decode step copies only its new token.
     """
 
     def __init__(self, num_layers: int) -> None:
         self.keys: list[torch.Tensor | None] = [None] * num_layers
         self.values: list[torch.Tensor | None] = [None] * num_layers
+        self._key_buffers: list[torch.Tensor | None] = [None] * num_layers
+        self._value_buffers: list[torch.Tensor | None] = [None] * num_layers
 
     @property
     def num_tokens(self) -> int:
@@ -53,11 +57,16 @@ class DenseKVCache:
 
     def attend(self, layer, q, k, v, *, scale, sliding_window=None):
         past = 0 if self.keys[layer] is None else self.keys[layer].shape[0]
-        if self.keys[layer] is None:
-            self.keys[layer], self.values[layer] = k, v
-        else:
-            self.keys[layer] = torch.cat([self.keys[layer], k])
-            self.values[layer] = torch.cat([self.values[layer], v])
+        total = past + k.shape[0]
+        kbuf, vbuf = self._key_buffers[layer], self._value_buffers[layer]
+        if kbuf is None or kbuf.shape[0] < total:
+            capacity = max(total, 2 * (0 if kbuf is None else kbuf.shape[0]), 16)
+            kbuf, vbuf = k.new_empty((capacity, *k.shape[1:])), v.new_empty((capacity, *v.shape[1:]))
+            if past:
+                kbuf[:past], vbuf[:past] = self.keys[layer], self.values[layer]
+            self._key_buffers[layer], self._value_buffers[layer] = kbuf, vbuf
+        kbuf[past:total], vbuf[past:total] = k, v
+        self.keys[layer], self.values[layer] = kbuf[:total], vbuf[:total]
         return causal_attention(q, self.keys[layer], self.values[layer], past,
                                 scale=scale, sliding_window=sliding_window)
 
@@ -73,19 +82,24 @@ def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, past: in
     """Attention of new tokens q (positions past..past+T-1) over k/v (positions 0..S-1).
 
     q: [T, H, Dqk], k: [S, Hkv, Dqk], v: [S, Hkv, Dv] -> [T, H, Dv].
-    The row reductions do not depend on other sequences (batch invariant).
+    Scores and weighted sums in the input dtype, softmax in float32 (as transformers'
+    eager attention). The row reductions do not depend on other sequences (batch invariant).
     """
     num_new, num_heads, _ = q.shape
-    num_kv_heads = k.shape[1]
+    num_keys, num_kv_heads = k.shape[0], k.shape[1]
     group = num_heads // num_kv_heads
-    k = k.repeat_interleave(group, dim=1)  # [S, H, Dqk]
-    v = v.repeat_interleave(group, dim=1)  # [S, H, Dv]
-    scores = torch.einsum("thd,shd->hts", q, k) * scale  # [H, T, S]
-    q_pos = torch.arange(past, past + num_new).unsqueeze(1)  # [T, 1]
-    k_pos = torch.arange(k.shape[0]).unsqueeze(0)  # [1, S]
-    allowed = k_pos <= q_pos
-    if sliding_window is not None:
-        allowed &= k_pos > q_pos - sliding_window
-    scores = scores.masked_fill(~allowed, -math.inf)
+    # Query head h reads kv head h // group: view q as [Hkv, group, T, D] and broadcast
+    # k/v over the group instead of copying them group times.
+    qg = q.view(num_new, num_kv_heads, group, -1).permute(1, 2, 0, 3)  # [Hkv, G, T, Dqk]
+    kt = k.permute(1, 2, 0).unsqueeze(1)  # [Hkv, 1, Dqk, S]
+    scores = torch.matmul(qg, kt) * scale  # [Hkv, G, T, S]
+    if num_new > 1 or (sliding_window is not None and num_keys > sliding_window):
+        q_pos = torch.arange(past, past + num_new, device=q.device).unsqueeze(1)  # [T, 1]
+        k_pos = torch.arange(num_keys, device=q.device).unsqueeze(0)  # [1, S]
+        allowed = k_pos <= q_pos
+        if sliding_window is not None:
+            allowed &= k_pos > q_pos - sliding_window
+        scores = scores.masked_fill(~allowed, -math.inf)
     probs = torch.softmax(scores.float(), dim=-1).to(v.dtype)
-    return torch.einsum("hts,shd->thd", probs, v)
+    out = torch.matmul(probs, v.permute(1, 0, 2).unsqueeze(1))  # [Hkv, G, T, Dv]
+    return out.permute(2, 0, 1, 3).reshape(num_new, num_heads, -1)
