@@ -1,0 +1,102 @@
+"""`deepinfer extract` end to end on a tiny random model: inputs in, validated JSONL out."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import jsonschema
+import pytest
+
+from deepinfer.cli import main
+
+SCHEMA = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 8},
+                                           "rating": {"type": "integer", "minimum": 1, "maximum": 5}},
+          "required": ["name", "rating"], "additionalProperties": False}
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    from deepinfer.testing import make_tiny_model_dir
+    return make_tiny_model_dir(tmp_path_factory.mktemp("tiny") / "model")
+
+
+@pytest.fixture()
+def schema_file(tmp_path):
+    path = tmp_path / "review.json"
+    path.write_text(json.dumps(SCHEMA))
+    return path
+
+
+def test_extract_files_folder_jsonl_and_stdin(model_dir, schema_file, tmp_path, capsys, monkeypatch):
+    folder = tmp_path / "texts"
+    folder.mkdir()
+    (folder / "a.txt").write_text("Alice gives it 5 stars.")
+    (folder / "b.txt").write_text("Bob: 2/5, meh.")
+    records = tmp_path / "records.jsonl"
+    records.write_text(json.dumps({"id": 1, "text": "Carol loved it"}) + "\n\n" + json.dumps("Dan: awful") + "\n")
+    monkeypatch.setattr("sys.stdin", io.StringIO("Eve says four stars"))
+    code = main(["extract", "--model", str(model_dir), "--schema", str(schema_file), "--json-whitespace",
+                 "compact", "--max-tokens", "64", "--batch-size", "2", "--with-input",
+                 str(folder), str(records), "-"])
+    out, err = capsys.readouterr()
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert [line["input"] for line in lines] == [str(folder / "a.txt"), str(folder / "b.txt"),
+                                                 f"{records}:1", f"{records}:3", "<stdin>"]
+    assert code == 0, err
+    for line in lines:
+        jsonschema.validate(line["output"], SCHEMA)
+
+
+def test_bare_objects_to_output_file(model_dir, schema_file, tmp_path):
+    text = tmp_path / "one.txt"
+    text.write_text("Zed rates it 3.")
+    out = tmp_path / "out.jsonl"
+    assert main(["extract", "--model", str(model_dir), "--schema", str(schema_file), "--json-whitespace",
+                 "compact", "--max-tokens", "64", "-o", str(out), str(text)]) == 0
+    (obj,) = [json.loads(line) for line in out.read_text().splitlines()]
+    jsonschema.validate(obj, SCHEMA)
+
+
+def test_truncated_output_is_reported_with_status_1(model_dir, schema_file, tmp_path, capsys):
+    text = tmp_path / "one.txt"
+    text.write_text("x")
+    assert main(["extract", "--model", str(model_dir), "--schema", str(schema_file), "--max-tokens", "2",
+                 str(text)]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and "one.txt: output cut off at --max-tokens 2" in err
+
+
+@pytest.mark.parametrize("schema_text, message", [
+    ("{not json", "not valid JSON: Expecting property name enclosed in double quotes at line 1 column 2"),
+    ('{"type": "objekt"}', "not a valid JSON Schema"),
+])
+def test_bad_schema_file(tmp_path, capsys, schema_text, message):
+    bad = tmp_path / "bad.json"
+    bad.write_text(schema_text)
+    assert main(["extract", "--schema", str(bad), str(bad)]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_unknown_schema_name_and_missing_input(schema_file, tmp_path, capsys):
+    assert main(["extract", "--schema", "no-such-schema", "x.txt"]) == 2
+    assert "neither a file nor a shipped schema name" in capsys.readouterr().err
+    assert main(["extract", "--schema", str(schema_file), str(tmp_path / "missing.txt")]) == 2
+    assert "missing.txt: no such file" in capsys.readouterr().err
+
+
+def test_bad_jsonl_line(schema_file, tmp_path, capsys):
+    records = tmp_path / "r.jsonl"
+    records.write_text('{"text": "ok"}\n{oops\n')
+    assert main(["extract", "--schema", str(schema_file), str(records)]) == 2
+    assert f"{records}:2: not a JSON record" in capsys.readouterr().err
+
+
+def test_unenforceable_schema_fails_before_generating(model_dir, tmp_path, capsys):
+    bad = tmp_path / "s.json"
+    bad.write_text(json.dumps({"type": "object", "properties": {"a": {"type": "string", "pattern": "(a)\\1"}}}))
+    text = tmp_path / "t.txt"
+    text.write_text("x")
+    assert main(["extract", "--model", str(model_dir), "--schema", str(bad), str(text)]) == 2
+    err = capsys.readouterr().err
+    assert "backreference" in err and "/properties/a" in err, err
