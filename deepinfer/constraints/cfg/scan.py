@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..masks import pack_mask, token_candidates
+from ..masks import pack_mask
 from ..vocab import Vocabulary
 
 ROOT = 0
@@ -78,7 +78,7 @@ class ScanCache:
         scope = self.scopes[scope_id]
         mat, lengths, flat = vocab.sorted_bytes, vocab.sorted_lengths, trans.reshape(-1)
         if scope_id == ROOT:
-            idx = token_candidates(np.flatnonzero(trans[state] >= 0), vocab)
+            idx = first_byte_candidates(np.flatnonzero(trans[state] >= 0), vocab)
             off = np.zeros(idx.shape, np.int64)
         else:
             ok = trans[state][mat[scope.positions, scope.offsets]] >= 0
@@ -111,3 +111,14 @@ class ScanCache:
             row.flags.writeable = False
             return Run(row, np.zeros(0, np.int32), child)
         return Run(None, np.unique(ids).astype(np.int32), child)
+
+
+def first_byte_candidates(first_ok: np.ndarray, vocab: Vocabulary) -> np.ndarray:
+    """Positions (into vocab.sorted_*) of the tokens whose first byte is in `first_ok`."""
+    starts = vocab.first_byte_start[first_ok]
+    counts = vocab.first_byte_start[first_ok + 1] - starts
+    total = int(counts.sum())
+    if total == len(vocab.sorted_ids):
+        return np.arange(total, dtype=np.int64)
+    offsets = np.cumsum(counts) - counts
+    return np.repeat(starts - offsets, counts) + np.arange(total, dtype=np.int64)
