@@ -66,7 +66,7 @@ class Model(nn.Module):
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, cache: KVCache,
                 logits_indices: torch.Tensor | None = None) -> torch.Tensor:
         h = self.embedding.embed_tokens(input_ids)  # [T, hidden]
-        cos, sin = self.rotary.cos_sin(positions, h.dtype)  # [T, rope_dim] each
+        cos, sin = self.rotary.cos_sin(positions, h.dtype)  # [T, 1, rope_dim] each
         for layer in self.layers:
             h = layer(h, cos, sin, cache)
         if logits_indices is not None:

@@ -35,20 +35,23 @@ class GQAttention(nn.Module):
     def load(self, weights: Weights, prefix: str) -> None:
         self.qkv.load(weights, prefix)
         self.o.load(weights, prefix)
+        self.qk_norm_weight = None
         if self.q_norm is not None:
             self.q_norm.load(weights, prefix + "q_norm.")
             self.k_norm.load(weights, prefix + "k_norm.")
+            # One weight per head row of the joint [T, H + Hkv, D] q/k tensor: same products, fewer ops.
+            self.qk_norm_weight = torch.cat([self.q_norm.weight.expand(self.num_heads, -1),
+                                             self.k_norm.weight.expand(self.num_kv_heads, -1)])
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache: KVCache) -> torch.Tensor:
-        num_tokens = x.shape[0]
-        q, k, v = self.qkv(x).split(self.split, dim=-1)
-        q = q.view(num_tokens, self.num_heads, self.head_dim)
-        k = k.view(num_tokens, self.num_kv_heads, self.head_dim)
-        v = v.view(num_tokens, self.num_kv_heads, self.head_dim)
-        if self.q_norm is not None:
-            q = rms_norm(q, self.q_norm.weight, self.q_norm.eps)
-            k = rms_norm(k, self.k_norm.weight, self.k_norm.eps)
-        q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
+        num_tokens, q_size, kv_size, _ = x.shape[0], *self.split
+        qkv = self.qkv(x)  # [T, (H + 2 Hkv) * D]
+        # q and k go through norm and rotary together, as one [T, H + Hkv, D] tensor.
+        qk = qkv[:, :q_size + kv_size].view(num_tokens, self.num_heads + self.num_kv_heads, self.head_dim)
+        v = qkv[:, q_size + kv_size:].view(num_tokens, self.num_kv_heads, self.head_dim)
+        if self.qk_norm_weight is not None:
+            qk = rms_norm(qk, self.qk_norm_weight, self.q_norm.eps)
+        q, k = apply_rotary(qk, cos, sin).split([self.num_heads, self.num_kv_heads], dim=1)
         out = cache.attend(self.layer, q, k, v, scale=self.scale, sliding_window=self.sliding_window)
         return self.o(out.reshape(num_tokens, -1))  # [T, hidden]
 

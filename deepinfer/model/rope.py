@@ -83,7 +83,10 @@ class RotaryEmbedding:
         self.inv_freq = inv_freq.to(device)
 
     def cos_sin(self, positions: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-        """positions [T] -> cos, sin [T, dim] in `dtype` (rotate-half layout: angles repeated twice)."""
+        """positions [T] -> cos, sin [T, 1, dim] in `dtype` (rotate-half layout: angles repeated twice).
+
+        The singleton dimension broadcasts over heads, so layers use them as they are.
+        """
         inv_freq, attention_factor = self.inv_freq, self.attention_factor
         if self.rope.rope_type == "dynamic":
             # transformers recomputes the base from the longest position in the forward pass.
@@ -92,18 +95,17 @@ class RotaryEmbedding:
                 inv_freq, attention_factor = inverse_frequencies(self.rope, longest)
                 inv_freq = inv_freq.to(positions.device)
         freqs = positions[:, None].float() * inv_freq  # [T, dim/2]
-        emb = torch.cat((freqs, freqs), dim=-1)  # [T, dim]
+        emb = torch.cat((freqs, freqs), dim=-1).unsqueeze(1)  # [T, 1, dim]
         return (emb.cos() * attention_factor).to(dtype), (emb.sin() * attention_factor).to(dtype)
 
 
 def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, interleaved: bool = False) -> torch.Tensor:
-    """x [T, H, dim], cos/sin [T, dim] -> rotated x [T, H, dim].
+    """x [T, H, dim], cos/sin [T, 1, dim] -> rotated x [T, H, dim].
 
     The interleaved layout rotates pairs (x0, x1), (x2, x3), ... and returns the
     results de-interleaved (evens then odds), as transformers does for DeepSeek-V3;
     q and k share the layout, so their dot products are those of the original pairs.
     """
-    cos, sin = cos[:, None, :], sin[:, None, :]
     if interleaved:
         half = cos.shape[-1] // 2
         cos, sin = cos[..., :half], sin[..., :half]

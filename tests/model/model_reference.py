@@ -37,7 +37,7 @@ FAMILIES: dict[str, tuple[str, dict]] = {
     "qwen3-qknorm": ("qwen3", dict(TINY, head_dim=24, attention_bias=True)),
     "qwen3-yarn": ("qwen3", dict(TINY, head_dim=16, rope_parameters={
         "rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0, "original_max_position_embeddings": 16})),
-    "deepseek-v3": ("deepseek_v3", dict(DEEPSEEK)),
+    "deepseek-v3": ("deepseek_v3", dict(DEEPSEEK, attention_bias=True)),
     "deepseek-v3-no-q-lora-yarn": ("deepseek_v3", dict(DEEPSEEK, q_lora_rank=None, rope_parameters=YARN_DEEPSEEK)),
     "deepseek-v3-plain-rope-ungrouped": ("deepseek_v3", dict(DEEPSEEK, rope_interleave=False, n_group=1,
                                                              topk_group=1, norm_topk_prob=False,
