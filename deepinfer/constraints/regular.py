@@ -13,7 +13,7 @@ from collections import OrderedDict
 import numpy as np
 
 from .dfa import Dfa
-from .masks import pack_mask, walk_tokens
+from .masks import loop_bits, pack_mask, walk_tokens
 from .vocab import Vocabulary
 
 MAX_FORCED = 4096
@@ -60,6 +60,7 @@ class RegularAutomaton:
         self._masks: list[np.ndarray | None] = [None] * n
         self._accepting = dfa.accepting.tolist()
         self._cache = mask_cache(vocab)
+        self._loops: np.ndarray | None = None
 
     def initial_state(self) -> int:
         return 0
@@ -74,7 +75,9 @@ class RegularAutomaton:
             key = (self.dfa.digest, state)
             row = self._cache.get(key)
             if row is None:
-                ids, _ = walk_tokens(self.dfa.trans, state, self.vocab)
+                if self._loops is None:
+                    self._loops = loop_bits(self.dfa.trans)
+                ids, _ = walk_tokens(self.dfa.trans, state, self.vocab, self._loops)
                 row = pack_mask(ids, self.vocab)
                 row.flags.writeable = False
                 self._cache.put(key, row)

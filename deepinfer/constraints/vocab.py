@@ -127,12 +127,11 @@ class Vocabulary:
     def _build_arrays(self) -> None:
         """Numpy views for vectorized mask computation (see masks.py).
 
-        tokens (non-empty, text-matching) are sorted by first byte, then by
-        length descending within each first-byte group, so that the tokens
-        with a given first byte are a contiguous slice.
+        Text tokens are sorted by their bytes, so the tokens with a given first
+        byte, or first two bytes, are contiguous slices (`pair_start`).
         """
         ids = [i for i, b in enumerate(self.token_bytes) if b]
-        ids.sort(key=lambda i: (self.token_bytes[i][0], -len(self.token_bytes[i])))
+        ids.sort(key=self.token_bytes.__getitem__)
         n = len(ids)
         lengths = np.array([len(self.token_bytes[i]) for i in ids], dtype=np.int32)
         width = int(lengths.max()) if n else 1
@@ -142,9 +141,20 @@ class Vocabulary:
             mat[:] = np.frombuffer(flat, dtype=np.uint8).reshape(n, width)
         self.sorted_ids = np.array(ids, dtype=np.int32)          # [n]
         self.sorted_lengths = lengths                              # [n]
-        self.sorted_bytes = mat                                    # [n, width]
-        first = mat[:, 0] if n else np.zeros(0, np.uint8)
-        self.first_byte_start = np.searchsorted(first, np.arange(257), side="left").astype(np.int64)
+        # Column-major: byte column j of all tokens is contiguous (fast gathers).
+        self.sorted_bytes_T = np.ascontiguousarray(mat.T)          # [width, n]
+        self.sorted_bytes = self.sorted_bytes_T.T                  # [n, width] view
+        # Prefix key of a token: b0 * 257 + (0 if it is one byte long, else 1 + b1).
+        # pair_start[key] .. pair_start[key + 1] are the positions with that key.
+        second = mat[:, 1].astype(np.int64) + 1 if width > 1 else 0
+        keys = mat[:, 0].astype(np.int64) * 257 + np.where(lengths > 1, second, 0)
+        self.pair_start = np.searchsorted(keys, np.arange(256 * 257 + 1)).astype(np.int64)
+        self.first_byte_start = self.pair_start[::257].copy()       # [257]
+        sig = _suffix_signatures([self.token_bytes[i] for i in ids], mat, lengths)
+        self.sorted_sig_from = sig                                 # [SIG_LEVELS, n, 3] uint64
+        # the same, split by word: sig_words[k][w] is uint64 [n] contiguous
+        self.sig_words = [[np.ascontiguousarray(sig[k, :, w]) for w in range(3)]
+                          for k in range(SIG_LEVELS)]
         self.words = (self.size + 31) // 32
         eos = np.array(sorted(self.eos_ids), dtype=np.int64)
         self.eos_word_index = eos // 32
@@ -162,6 +172,54 @@ class Vocabulary:
     def decode(self, ids: Iterable[int]) -> bytes:
         """The bytes of text tokens (eos and control tokens contribute nothing)."""
         return b"".join(self.token_bytes[i] or b"" for i in ids)
+
+
+# Character signature of a byte string: which characters it contains, coarsely.
+# Bits 0-127: that ASCII character; 128/129/130: some 2-/3-/4-byte UTF-8
+# character; 131: bytes that are not complete UTF-8 characters. A DFA state
+# whose loop covers every character named by a token's signature keeps the
+# token in that state (see masks.loop_bits), so most tokens of "any text"
+# states need no byte-by-byte walk.
+SIG_LEVELS = 4  # signatures of bytes[k:] for k = 0..3
+SIG_INVALID = 131
+
+
+def _category_table() -> np.ndarray:
+    lut = np.full(256, 255, dtype=np.int64)  # 255: continuation / invalid byte (no bit)
+    lut[:0x80] = np.arange(0x80)
+    lut[0xC2:0xE0], lut[0xE0:0xF0], lut[0xF0:0xF5] = 128, 129, 130
+    return lut
+
+
+def _suffix_signatures(tokens: list[bytes], mat: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    n, width = mat.shape
+    lut = _category_table()
+    by_length = np.argsort(-lengths, kind="stable")
+    counts = np.searchsorted(-lengths[by_length], -np.arange(width), side="left")  # len > p
+    out = np.zeros((SIG_LEVELS, n, 3), dtype=np.uint64)
+    sig = np.zeros((n, 3), dtype=np.uint64)
+    one = np.uint64(1)
+    for p in range(width - 1, -1, -1):
+        rows = by_length[:counts[p]]                  # tokens longer than p
+        col = lut[mat[rows, p]]
+        keep = col != 255
+        rows, col = rows[keep], col[keep]
+        word, bits = col >> 6, one << (col & 63).astype(np.uint64)
+        for w in range(3):  # each row appears once, so plain |= is exact
+            sel = word == w
+            sig[rows[sel], w] |= bits[sel]
+        if p < SIG_LEVELS:
+            out[p] = sig
+    # suffixes that are not complete UTF-8 text get the invalid bit
+    invalid = np.uint64(1) << np.uint64(SIG_INVALID - 128)
+    for i in np.flatnonzero((mat >= 0x80).any(axis=1)).tolist():
+        data = tokens[i]
+        for k in range(min(SIG_LEVELS, len(data))):
+            try:
+                data[k:].decode("utf-8")
+            except UnicodeDecodeError:
+                out[k, i, 2] |= invalid
+    return out
 
 
 def _read_json(path: Path) -> dict:

@@ -1,4 +1,4 @@
-"""Differential test against outlines-core on the same regexes and vocabulary,
+r"""Differential test against outlines-core on the same regexes and vocabulary,
 at every state visited by random walks.
 
 outlines-core allows its (single) eos id in final states, as we do; its regex
