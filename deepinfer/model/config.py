@@ -246,20 +246,21 @@ def _deepseek(f: _Fields, common: dict[str, Any]) -> ModelConfig:
         v_head_dim=f.required("v_head_dim", int, positive=True),
     )
     num_experts = f.required("n_routed_experts", int, positive=True)
-    num_groups = f.optional("n_group", int, 1)
+    num_groups = f.optional("n_group", int, 8)  # defaults: DeepseekV3Config's
     moe = MoEConfig(
         num_experts=num_experts,
         num_experts_per_tok=f.required("num_experts_per_tok", int, positive=True),
         moe_intermediate_size=f.required("moe_intermediate_size", int, positive=True),
         num_shared_experts=f.optional("n_shared_experts", int, 1),
         num_groups=num_groups,
-        topk_groups=f.optional("topk_group", int, num_groups),
+        topk_groups=f.optional("topk_group", int, 4),
         norm_topk_prob=f.optional("norm_topk_prob", bool, True),
         routed_scaling_factor=f.optional("routed_scaling_factor", float, 2.5),
-        first_k_dense_replace=f.optional("first_k_dense_replace", int, 0),
+        first_k_dense_replace=f.optional("first_k_dense_replace", int, 3),
     )
     if num_experts % num_groups:
-        raise f.fail("n_group", f"must divide n_routed_experts ({num_experts}), got {num_groups}")
+        raise f.fail("n_group", f"must divide n_routed_experts ({num_experts}), got {num_groups}"
+                                f"{'' if 'n_group' in f.raw else ' (the default)'}")
     if not 1 <= moe.topk_groups <= num_groups:
         raise f.fail("topk_group", f"must be between 1 and n_group ({num_groups}), got {moe.topk_groups}")
     if moe.num_experts_per_tok > num_experts:

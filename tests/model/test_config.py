@@ -135,3 +135,27 @@ def test_defaults_per_architecture():
 def test_bad_configs_name_the_field_and_file(raw, message):
     with pytest.raises(ModelLoadError, match="^/m/config.json.*" + message.replace("(", r"\(")):
         ModelConfig.from_dict(raw, source="/m/config.json")
+
+
+def test_deepseek_defaults_follow_transformers():
+    raw = {k: v for k, v in REAL["DeepSeek-V3"].items()
+           if k not in ("n_group", "topk_group", "first_k_dense_replace", "q_lora_rank", "n_shared_experts",
+                        "routed_scaling_factor", "norm_topk_prob", "rope_scaling")}
+    ours, theirs = ModelConfig.from_dict(raw), transformers_config(raw)
+    assert (ours.moe.num_groups, ours.moe.topk_groups, ours.moe.first_k_dense_replace) == (
+        theirs.n_group, theirs.topk_group, theirs.first_k_dense_replace)
+    assert (ours.mla.q_lora_rank, ours.moe.num_shared_experts, ours.moe.routed_scaling_factor,
+            ours.moe.norm_topk_prob) == (theirs.q_lora_rank, theirs.n_shared_experts,
+                                         theirs.routed_scaling_factor, theirs.norm_topk_prob)
+    assert ours.rope.interleaved == theirs.rope_interleave and ours.rope.rope_type == "default"
+
+
+@pytest.mark.parametrize("arch", ["LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM"])
+def test_llama_style_defaults_follow_transformers(arch):
+    raw = dict(BASE, architectures=[arch], num_attention_heads=16)
+    ours, theirs = ModelConfig.from_dict(raw), transformers_config(raw)
+    head_dim = getattr(theirs, "head_dim", None) or theirs.hidden_size // theirs.num_attention_heads
+    assert (ours.num_kv_heads, ours.head_dim, ours.rms_norm_eps, ours.max_position_embeddings,
+            ours.tie_word_embeddings, ours.rope.theta) == (
+        theirs.num_key_value_heads, head_dim, theirs.rms_norm_eps, theirs.max_position_embeddings,
+        theirs.tie_word_embeddings, theirs.rope_parameters["rope_theta"])
