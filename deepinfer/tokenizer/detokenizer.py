@@ -31,22 +31,35 @@ class IncrementalDetokenizer:
         self.ids: list[int] = []
         self._prefix = 0  # window start: first token of the context already emitted
         self._read = 0  # tokens before this index have been emitted as text
+        self._emitted = 0  # characters returned so far
+        self._context = ""  # decode(ids[prefix:read]), cached: it changes only on emission
 
     def push(self, token_id: int) -> str:
         """Add one token; return the newly completed text (possibly "")."""
         self.ids.append(int(token_id))
-        window = self.ids[self._prefix:]
-        context = self._decode(self.ids[self._prefix:self._read])
-        text = self._decode(window)
+        context = self._context
+        text = self._decode(self.ids[self._prefix:])
         if text.endswith(REPLACEMENT) or len(text) <= len(context) or not text.startswith(context):
             # Incomplete character (or nothing new yet): wait for more tokens.
             return ""
-        self._prefix, self._read = self._read, len(self.ids)
+        self._advance()
+        self._emitted += len(text) - len(context)
         return text[len(context):]
+
+    def _advance(self) -> None:
+        """Everything up to the last token is emitted: it becomes the next window's context."""
+        self._prefix, self._read = self._read, len(self.ids)
+        self._context = self._decode(self.ids[self._prefix:self._read])
 
     def flush(self) -> str:
         """Return the text still held back (a trailing incomplete character decodes as U+FFFD)."""
-        context = self._decode(self.ids[self._prefix:self._read])
+        if self._read == len(self.ids):
+            return ""
         text = self._decode(self.ids[self._prefix:])
-        self._prefix = self._read = len(self.ids)
-        return text[len(context):] if text.startswith(context) else text
+        if text.startswith(self._context):
+            rest = text[len(self._context):]
+        else:  # a decoder whose output is not prefix-stable: fall back to one full decode
+            rest = self._decode(self.ids)[self._emitted:]
+        self._advance()
+        self._emitted += len(rest)
+        return rest

@@ -51,7 +51,7 @@ def test_sampling_is_reproducible_with_a_seed(tiny_dir, capsys):
     args = (PROMPT, "--model", str(tiny_dir), "--max-tokens", "16", "--temperature", "1.0")
     first = run_cli(capsys, *args, "--seed", "7")[1]
     assert run_cli(capsys, *args, "--seed", "7")[1] == first
-    others = {run_cli(capsys, *args, "--seed", str(seed))[1] for seed in (8, 9, 10)}
+    others = {run_cli(capsys, *args, "--seed", str(seed))[1] for seed in (8, 9)}
     assert others != {first}
 
 
@@ -92,7 +92,15 @@ def test_corrupt_gguf(tmp_path):
     assert_one_paragraph_error(run_process("hi", "--model", str(bad)), str(bad), "corrupt")
 
 
-def test_missing_config_field(tmp_path, tiny_dir):
+def assert_user_error_in_process(capsys, args, *needles):
+    code, _, err = run_cli(capsys, *args)
+    message = err.strip().replace("\r", "\n").splitlines()[-1]
+    assert code == 2 and message.startswith("deepinfer: error:")
+    for needle in needles:
+        assert needle in message
+
+
+def test_missing_config_field(tmp_path, tiny_dir, capsys):
     import json
     import shutil
 
@@ -101,13 +109,15 @@ def test_missing_config_field(tmp_path, tiny_dir):
     config = json.loads((broken / "config.json").read_text())
     del config["hidden_size"]
     (broken / "config.json").write_text(json.dumps(config))
-    assert_one_paragraph_error(run_process("hi", "--model", str(broken)), "hidden_size")
+    assert_user_error_in_process(capsys, ["hi", "--model", str(broken)], "hidden_size")
 
 
-def test_no_network_no_cache(tmp_path):
-    env = {"DEEPINFER_CACHE_DIR": str(tmp_path / "cache"), "PIP_INDEX_URL": "http://127.0.0.1:9/simple",
-           "PIP_NO_CACHE_DIR": "1", "PIP_RETRIES": "0", "DEEPINFER_MODEL_DIR": ""}
-    assert_one_paragraph_error(run_process("hi", env=env), "DEEPINFER_MODEL_DIR", "--model")
+def test_no_network_no_cache(tmp_path, monkeypatch, capsys):
+    for name, value in {"DEEPINFER_CACHE_DIR": str(tmp_path / "cache"), "DEEPINFER_MODEL_DIR": "",
+                        "PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_NO_CACHE_DIR": "1",
+                        "PIP_RETRIES": "0"}.items():
+        monkeypatch.setenv(name, value)
+    assert_user_error_in_process(capsys, ["hi"], "DEEPINFER_MODEL_DIR", "--model", "network")
 
 
 def test_bad_option_values(capsys, tiny_dir):

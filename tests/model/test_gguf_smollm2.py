@@ -22,6 +22,7 @@ def gguf_path():
     return default_gguf_or_skip()
 
 
+@pytest.mark.slow  # ~25 s: both sides rebuild a 49k-token tokenizer; tiny GGUFs cover this by default
 def test_tokenizer_matches_transformers(gguf_path):
     transformers = pytest.importorskip("transformers")
     ours = Tokenizer.from_pretrained(gguf_path)
