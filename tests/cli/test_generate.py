@@ -47,6 +47,17 @@ def test_greedy_matches_transformers_on_tiny_model(tiny_dir, capsys):
     assert out == transformers_greedy(tiny_dir, messages, 24) + "\n"
 
 
+def test_gguf_file_and_its_converted_directory_reply_the_same(tiny_dir, tmp_path, capsys):
+    from deepinfer.model.gguf import read_gguf, write_hf_directory
+    from deepinfer.testing import make_tiny_gguf
+
+    gguf_path = make_tiny_gguf(tiny_dir, tmp_path / "tiny.gguf", "Q8_0")
+    converted = write_hf_directory(read_gguf(gguf_path), tmp_path / "converted")
+    replies = [run_cli(capsys, PROMPT, "--model", str(path), "--max-tokens", "12")
+               for path in (gguf_path, converted)]
+    assert replies[0][0] == 0 and replies[0][1] == replies[1][1]
+
+
 def test_sampling_is_reproducible_with_a_seed(tiny_dir, capsys):
     args = (PROMPT, "--model", str(tiny_dir), "--max-tokens", "16", "--temperature", "1.0")
     first = run_cli(capsys, *args, "--seed", "7")[1]
