@@ -186,7 +186,8 @@ def _eos_ids(f: _Fields) -> tuple[int, ...]:
 
 def _llama_style(f: _Fields, arch: str, common: dict[str, Any]) -> ModelConfig:
     num_heads, num_layers = common["num_heads"], common["num_layers"]
-    default_kv = 8 if arch == "MistralForCausalLM" else num_heads  # transformers' class defaults
+    # transformers' class defaults (Qwen2Config/Qwen3Config default to 32, not to num_attention_heads).
+    default_kv = {"MistralForCausalLM": 8, "Qwen2ForCausalLM": 32, "Qwen3ForCausalLM": 32}.get(arch, num_heads)
     num_kv_heads = f.optional("num_key_value_heads", int, default_kv)
     if num_kv_heads <= 0 or num_heads % num_kv_heads:
         raise f.fail("num_key_value_heads", f"must divide num_attention_heads ({num_heads}), got {num_kv_heads}")

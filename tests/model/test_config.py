@@ -94,7 +94,7 @@ def test_published_shapes():
     dict(use_sliding_window=True),  # transformers' default window of 4096 from layer 28 on
 ])
 def test_qwen_sliding_layers_follow_transformers(arch, settings):
-    raw = dict(BASE, architectures=[arch], head_dim=16, **settings)
+    raw = dict(BASE, architectures=[arch], head_dim=16, num_key_value_heads=2, **settings)
     ours = ModelConfig.from_dict(raw)
     theirs = transformers_config(raw)
     expected = tuple(theirs.sliding_window if t == "sliding_attention" else None for t in theirs.layer_types)
@@ -109,9 +109,9 @@ def test_mistral_window_defaults_like_transformers():
 
 
 def test_defaults_per_architecture():
-    qwen3 = ModelConfig.from_dict(dict(BASE, architectures=["Qwen3ForCausalLM"]))
+    qwen3 = ModelConfig.from_dict(dict(BASE, architectures=["Qwen3ForCausalLM"], num_key_value_heads=2))
     assert qwen3.head_dim == 128 and qwen3.qk_norm and not qwen3.qkv_bias  # Qwen3Config's head_dim default
-    qwen2 = ModelConfig.from_dict(dict(BASE, architectures=["Qwen2ForCausalLM"]))
+    qwen2 = ModelConfig.from_dict(dict(BASE, architectures=["Qwen2ForCausalLM"], num_key_value_heads=2))
     assert qwen2.head_dim == 16 and qwen2.qkv_bias and not qwen2.o_bias
     mistral = ModelConfig.from_dict(dict(BASE, architectures=["MistralForCausalLM"], num_attention_heads=16))
     assert mistral.num_kv_heads == 8  # MistralConfig's default
@@ -128,7 +128,8 @@ def test_defaults_per_architecture():
     (dict(BASE, architectures=["LlamaForCausalLM"], rope_scaling={"type": "longrope"}), "rope_type 'longrope'"),
     (dict(BASE, architectures=["LlamaForCausalLM"], rope_scaling={"rope_type": "llama3", "factor": 8.0}),
      "field 'low_freq_factor' is missing"),
-    (dict(BASE, architectures=["Qwen2ForCausalLM"], layer_types=["full_attention"]), "field 'layer_types'"),
+    (dict(BASE, architectures=["Qwen2ForCausalLM"], num_key_value_heads=2, layer_types=["full_attention"]),
+     "field 'layer_types'"),
     (dict(REAL["DeepSeek-V3"], kv_lora_rank=None), "field 'kv_lora_rank' is missing"),
     (dict(REAL["DeepSeek-V3"], n_group=3), "field 'n_group' must divide n_routed_experts"),
 ])
@@ -152,7 +153,7 @@ def test_deepseek_defaults_follow_transformers():
 
 @pytest.mark.parametrize("arch", ["LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM"])
 def test_llama_style_defaults_follow_transformers(arch):
-    raw = dict(BASE, architectures=[arch], num_attention_heads=16)
+    raw = dict(BASE, architectures=[arch], hidden_size=256, num_attention_heads=32)
     ours, theirs = ModelConfig.from_dict(raw), transformers_config(raw)
     head_dim = getattr(theirs, "head_dim", None) or theirs.hidden_size // theirs.num_attention_heads
     assert (ours.num_kv_heads, ours.head_dim, ours.rms_norm_eps, ours.max_position_embeddings,
