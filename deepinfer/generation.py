@@ -10,7 +10,7 @@ Knows nothing about batching, paging or constraints.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Iterator
 
 import torch
@@ -28,7 +28,6 @@ class GenerationResult:
     prefill_seconds: float
     decode_seconds: float
     stop_token_id: int | None = None
-    timings: dict[str, float] = field(default_factory=dict)
 
     @property
     def decode_tokens_per_second(self) -> float:
