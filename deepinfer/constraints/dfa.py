@@ -53,31 +53,53 @@ def byte_classes(nfa: Nfa) -> np.ndarray:
 
 
 def determinize(nfa: Nfa, limits: Limits) -> Dfa:
+    """Subset construction over the "important" NFA states (those with byte
+    edges, and the accept state). State sets are Python int bitsets for small
+    NFAs (fast unions) and frozensets of indices for large ones."""
     deadline = time.monotonic() + limits.time_budget_s
     classes = byte_classes(nfa)
     num_classes = int(classes[-1]) + 1
-    # Per NFA state: list of (class, target), expanded once.
-    moves: list[list[tuple[int, int]]] = []
-    for edges in nfa.edges:
-        out = []
-        for lo, hi, target in edges:
-            for c in range(int(classes[lo]), int(classes[hi]) + 1):
-                out.append((c, target))
-        moves.append(out)
-    closures: dict[int, frozenset[int]] = {}
+    important = [s for s in range(len(nfa.edges)) if nfa.edges[s] or s == nfa.accept]
+    bit_of = {s: i for i, s in enumerate(important)}
+    closures: dict[int, int] = {}
 
-    def closure(state: int) -> frozenset[int]:
+    small = len(important) <= 4096
+    empty = 0 if small else frozenset()
+
+    def closure(state: int):
         got = closures.get(state)
         if got is None:
-            seen, stack = {state}, [state]
+            seen, stack, members = {state}, [state], []
             while stack:
-                for t in nfa.eps[stack.pop()]:
+                s = stack.pop()
+                i = bit_of.get(s)
+                if i is not None:
+                    members.append(i)
+                for t in nfa.eps[s]:
                     if t not in seen:
                         seen.add(t)
                         stack.append(t)
-            got = closures[state] = frozenset(s for s in seen if moves[s] or s == nfa.accept)
+            got = closures[state] = (sum(1 << i for i in members) if small else frozenset(members))
         return got
 
+    class Moves(list):
+        """Per important state (lazily): class -> closed set of the states its edges reach."""
+
+        def __missing(self, i: int) -> dict:
+            out: dict = {}
+            for lo, hi, target in nfa.edges[important[i]]:
+                cl = closure(target)
+                for c in range(int(classes[lo]), int(classes[hi]) + 1):
+                    out[c] = out.get(c, empty) | cl
+            self[i] = out
+            return out
+
+        def __getitem__(self, i):
+            got = list.__getitem__(self, i)
+            return self.__missing(i) if got is None else got
+
+    moves = Moves([None] * len(important))
+    accept_index = bit_of[nfa.accept]
     start = closure(nfa.start)
     ids = {start: 0}
     order = [start]
@@ -87,13 +109,9 @@ def determinize(nfa: Nfa, limits: Limits) -> Dfa:
         if i % 64 == 0 and time.monotonic() > deadline:
             raise ConstraintError(f"constraint too complex: determinization exceeded "
                                   f"{limits.time_budget_s:g} s ({len(order)} states)")
-        targets: dict[int, set[int]] = {}
-        for s in order[i]:
-            for c, t in moves[s]:
-                targets.setdefault(c, set()).update(closure(t))
+        targets = _successors(order[i], moves) if small else _successors_sets(order[i], moves)
         row = [-1] * num_classes
-        for c, tset in targets.items():
-            key = frozenset(tset)
+        for c, key in targets.items():
             j = ids.get(key)
             if j is None:
                 if len(order) >= limits.max_dfa_states:
@@ -105,13 +123,34 @@ def determinize(nfa: Nfa, limits: Limits) -> Dfa:
         rows.append(row)
         i += 1
     table = np.array(rows, dtype=np.int32).reshape(len(rows), num_classes)
-    accepting = np.array([nfa.accept in s for s in order], dtype=bool)
+    if small:
+        accepting = np.array([bool(key >> accept_index & 1) for key in order], dtype=bool)
+    else:
+        accepting = np.array([accept_index in key for key in order], dtype=bool)
     table, accepting = trim(table, accepting)
     table, accepting, start_block = minimize(table, accepting)
     table, accepting = canonical_order(table, accepting, start_block)
     full = table[:, classes.astype(np.int64)]  # [S, 256]
     digest = hashlib.blake2b(full.tobytes() + accepting.tobytes(), digest_size=16).hexdigest()
     return Dfa(np.ascontiguousarray(full, dtype=np.int32), accepting, digest)
+
+
+def _successors(bits: int, moves: list[dict]) -> dict[int, int]:
+    targets: dict[int, int] = {}
+    while bits:
+        low = bits & -bits
+        for c, cl in moves[low.bit_length() - 1].items():
+            targets[c] = targets.get(c, 0) | cl
+        bits ^= low
+    return targets
+
+
+def _successors_sets(members: frozenset, moves: list[dict]) -> dict[int, frozenset]:
+    acc: dict[int, set] = {}
+    for i in members:
+        for c, cl in moves[i].items():
+            acc.setdefault(c, set()).update(cl)
+    return {c: frozenset(v) for c, v in acc.items()}
 
 
 def trim(table: np.ndarray, accepting: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -146,8 +185,9 @@ def minimize(table: np.ndarray, accepting: np.ndarray):
     blocks = len(np.unique(part))
     while True:
         target_part = np.where(table >= 0, part[np.maximum(table, 0)], -1)
-        sig = np.column_stack([part, target_part])
-        _, new = np.unique(sig, axis=0, return_inverse=True)
+        sig = np.ascontiguousarray(np.column_stack([part, target_part]))
+        rows = sig.view(np.dtype((np.void, sig.dtype.itemsize * sig.shape[1]))).reshape(-1)
+        _, new = np.unique(rows, return_inverse=True)
         new = new.reshape(-1)
         count = int(new.max()) + 1
         part = new

@@ -157,11 +157,15 @@ def _uncovered(sig_words, idx: np.ndarray, neg_loops: np.ndarray, cur=None) -> n
 
 def pack_mask(token_ids: np.ndarray, vocab: Vocabulary) -> np.ndarray:
     """int32 [ceil(V/32)] row with bit (i % 32) of word i // 32 set for each id."""
-    if token_ids.size * 8 < vocab.size:  # sparse: sum distinct bits per word
-        ids = token_ids.astype(np.int64)
-        words = np.bincount(ids >> 5, weights=np.left_shift(1, ids & 31).astype(np.float64),
-                            minlength=vocab.words)
-        return words.astype(np.uint32).view(np.int32)
+    if token_ids.size * 8 < vocab.size:  # sparse: OR the bits of each word (duplicates ok)
+        out = np.zeros(vocab.words, dtype=np.uint32)
+        if token_ids.size:
+            ids = np.sort(token_ids.astype(np.int64))
+            word = ids >> 5
+            bits = np.left_shift(np.uint32(1), (ids & 31).astype(np.uint32))
+            starts = np.flatnonzero(np.concatenate(([True], word[1:] != word[:-1])))
+            out[word[starts]] = np.bitwise_or.reduceat(bits, starts)
+        return out.view(np.int32)
     bits = np.zeros(vocab.words * 32, dtype=bool)
     bits[token_ids] = True
     return np.packbits(bits, bitorder="little").view("<i4").astype(np.int32, copy=False)
