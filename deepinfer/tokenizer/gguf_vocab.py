@@ -125,6 +125,42 @@ def _byte_level_tokenizer(metadata: dict[str, Any], source: str) -> Tokenizer:
     return tokenizer
 
 
+def sentencepiece_merges(tokens: list[str], scores: list[float]) -> list[tuple[str, str]]:
+    """BPE merges implied by a SentencePiece vocabulary: every split of a token into two
+    tokens, best score first (transformers' `generate_merges`, which the reference uses)."""
+    vocab = {token: index for index, token in enumerate(tokens)}
+    candidates = []
+    for token, score in zip(tokens, scores):
+        local = [(token[:i], token[i:], score) for i in range(1, len(token))
+                 if token[:i] in vocab and token[i:] in vocab]
+        candidates.extend(sorted(local, key=lambda m: (vocab[m[0]], vocab[m[1]])))
+    candidates.sort(key=lambda m: (m[2], len(m[0]), len(m[1])), reverse=True)
+    return [(left, right) for left, right, _ in candidates]
+
+
+def _sentencepiece_tokenizer(metadata: dict[str, Any], source: str) -> Tokenizer:
+    """Llama-2/Mistral style: `▁` for spaces, <0xNN> byte fallback, merges from scores."""
+    tokens: list[str] = _required(metadata, "tokenizer.ggml.tokens", source)
+    types: list[int] = metadata.get("tokenizer.ggml.token_type") or [NORMAL] * len(tokens)
+    if "tokenizer.ggml.merges" in metadata:
+        merges = [tuple(m.split(" ", 1)) for m in metadata["tokenizer.ggml.merges"]]
+    else:
+        merges = sentencepiece_merges(tokens, _required(metadata, "tokenizer.ggml.scores", source))
+    vocab: dict[str, int] = {}
+    for index, token in enumerate(tokens):
+        vocab.setdefault(token, index)
+    tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=merges, fuse_unk=True, byte_fallback=True))
+    # As transformers' LlamaTokenizer (non-legacy): a prefix space before the first word only.
+    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first", split=False)
+    tokenizer.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(),
+                                           decoders.Fuse(), decoders.Strip(" ", 1, 0)])
+    tokenizer.add_special_tokens([AddedToken(t, normalized=False, special=True)
+                                  for t, ty in zip(tokens, types) if ty == CONTROL])
+    tokenizer.add_tokens([AddedToken(t, normalized=False, special=False)
+                          for t, ty in zip(tokens, types) if ty == USER_DEFINED])
+    return tokenizer
+
+
 def eog_token_ids(metadata: dict[str, Any]) -> list[int]:
     """eos first, then eot/eom and the control tokens llama.cpp stops at."""
     tokens = metadata.get("tokenizer.ggml.tokens") or []
@@ -138,12 +174,15 @@ def eog_token_ids(metadata: dict[str, Any]) -> list[int]:
 def gguf_tokenizer_files(metadata: dict[str, Any], source: str) -> TokenizerFiles:
     """tokenizer.json, tokenizer_config and eos ids described by GGUF metadata."""
     kind = metadata.get("tokenizer.ggml.model")
-    if kind != "gpt2":
+    if kind not in ("gpt2", "llama"):
         raise ModelLoadError(
             f"GGUF file {source} has a '{kind}' tokenizer (tokenizer.ggml.model); deepinfer rebuilds "
-            "only byte-level BPE ('gpt2') tokenizers from GGUF. Use the model's Hugging Face "
-            "directory (with tokenizer.json) instead.")
-    backend = _byte_level_tokenizer(metadata, source)
+            "byte-level BPE ('gpt2') and SentencePiece BPE ('llama') tokenizers from GGUF. Use the "
+            "model's Hugging Face directory (with tokenizer.json) instead.")
+    if kind == "gpt2":
+        backend = _byte_level_tokenizer(metadata, source)
+    else:
+        backend = _sentencepiece_tokenizer(metadata, source)
     tokens = metadata["tokenizer.ggml.tokens"]
     special: dict[str, str] = {}
     for name, key in (("bos_token", "bos"), ("eos_token", "eos"), ("unk_token", "unknown"),
@@ -152,7 +191,8 @@ def gguf_tokenizer_files(metadata: dict[str, Any], source: str) -> TokenizerFile
         if isinstance(index, int) and 0 <= index < len(tokens):
             special[name] = tokens[index]
     config: dict[str, Any] = {
-        "add_bos_token": bool(metadata.get("tokenizer.ggml.add_bos_token", False)),
+        # llama.cpp adds BOS to SentencePiece vocabularies that do not say otherwise.
+        "add_bos_token": bool(metadata.get("tokenizer.ggml.add_bos_token", kind == "llama")),
         "add_eos_token": bool(metadata.get("tokenizer.ggml.add_eos_token", False)),
         "clean_up_tokenization_spaces": False,
         "tokenizer_class": "PreTrainedTokenizerFast",
