@@ -145,16 +145,23 @@ def make_tiny_model_dir(path: str | Path, family: str = "llama", seed: int = 0) 
     return path
 
 
-def default_model_dir_or_skip() -> Path:
-    """The converted default model (SmolLM2-135M-Instruct), created on first use; skips the
-    calling test when it is not cached and cannot be downloaded."""
+def default_model_dir_or_skip(allow_download: bool = False) -> Path:
+    """The converted default model (SmolLM2-135M-Instruct). Without allow_download (the default
+    suite: no network), skips the calling test unless it is already cached; with it (slow
+    tests), creates it on first use and skips only when that fails."""
     import pytest
 
     from deepinfer.errors import ModelLoadError
-    from deepinfer.model.hub import ensure_default_model
+    from deepinfer.model import hub
 
+    directory = hub.default_model_dir()
+    if hub._is_complete(directory):
+        return directory
+    if not allow_download:
+        pytest.skip(f"default model not cached in {directory}; `deepinfer generate hi` or "
+                    "`pytest -m slow` fetches it")
     try:
-        return ensure_default_model()
+        return hub.ensure_default_model()
     except ModelLoadError as exc:
         pytest.skip(f"default model unavailable: {exc}")
 

@@ -143,7 +143,7 @@ def test_bad_option_values(capsys, tiny_dir):
 def test_greedy_matches_transformers_on_default_model(capsys):
     from deepinfer.testing import default_model_dir_or_skip
 
-    directory = default_model_dir_or_skip()
+    directory = default_model_dir_or_skip(allow_download=True)
     code, out, _ = run_cli(capsys, PROMPT, "--model", str(directory), "--max-tokens", "64")
     assert code == 0
     expected = transformers_greedy(directory, [{"role": "user", "content": PROMPT}], 64)
