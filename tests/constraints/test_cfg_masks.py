@@ -250,17 +250,31 @@ def _min_lengths(grammar: ir.Grammar) -> dict[str, int]:
 
 def tokenize_randomly(m: Matcher, vocab: Vocabulary, text: bytes, rng: random.Random) -> list[int]:
     """Feed `text` with random allowed tokens that are prefixes of what is left."""
+    by_bytes = _token_index(vocab)
     tokens = []
     while text:
-        allowed = m.allowed_token_ids()
-        fits = [int(i) for i in allowed
-                if vocab.token_bytes[i] and text.startswith(vocab.token_bytes[i])]
+        allowed = set(m.allowed_token_ids().tolist())
+        fits = [i for n in range(1, min(len(text), 64) + 1)
+                for i in by_bytes.get(text[:n], ()) if i in allowed]
         assert fits, f"no allowed token continues {text[:40]!r}"
         tok = rng.choice(fits)
         assert m.accept_token(tok)
         tokens.append(tok)
         text = text[len(vocab.token_bytes[tok]):]
     return tokens
+
+
+_INDEX: dict[int, dict[bytes, list[int]]] = {}
+
+
+def _token_index(vocab: Vocabulary) -> dict[bytes, list[int]]:
+    if id(vocab) not in _INDEX:
+        index: dict[bytes, list[int]] = {}
+        for i, b in enumerate(vocab.token_bytes):
+            if b:
+                index.setdefault(b, []).append(i)
+        _INDEX[id(vocab)] = index
+    return _INDEX[id(vocab)]
 
 
 @pytest.mark.parametrize("name", sorted(available_grammars()))

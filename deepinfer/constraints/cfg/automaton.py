@@ -137,8 +137,8 @@ class CfgAutomaton:
             row[:] = 0
         if ids:
             all_ids = np.concatenate(ids)
-            if all_ids.size:
-                np.bitwise_or(row, pack_mask(all_ids, self.vocab), out=row)
+            if all_ids.size:  # ids may repeat across runs; pack_mask wants them distinct
+                np.bitwise_or(row, pack_mask(np.unique(all_ids), self.vocab), out=row)
 
     def _explore(self, chart: Chart, threads, scope: int, rows: list, ids: list) -> None:
         """Collect tokens of `scope` allowed from (chart, threads)."""
