@@ -205,6 +205,8 @@ def to_ebnf(expr: Expr) -> str:
             return " | ".join(_parenthesize(item, Alt) for item in items)
         case Repeat(item, lo, hi):
             inner = _parenthesize(item, (Seq, Alt))
+            if isinstance(item, Repeat):  # "x+?" would read as a lazy quantifier
+                inner = f"({inner})"
             return inner + _repeat_suffix(lo, hi)
     raise TypeError(f"not an IR expression: {expr!r}")
 
