@@ -8,37 +8,15 @@ has the wrong type. Knows nothing about weights or tensors.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
 from deepinfer.errors import ModelLoadError
+from deepinfer.model.rope import RopeConfig, parse_rope, yarn_get_mscale
 
 LLAMA_STYLE = ("LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM")
 DEEPSEEK_STYLE = ("DeepseekV3ForCausalLM",)
 SUPPORTED_ARCHITECTURES = LLAMA_STYLE + DEEPSEEK_STYLE
-ROPE_TYPES = ("default", "linear", "dynamic", "llama3", "yarn")
-
-
-@dataclass(frozen=True)
-class RopeConfig:
-    """Rotary embedding parameters (transformers' `rope_parameters`, standardized)."""
-
-    rope_type: str  # one of ROPE_TYPES
-    theta: float
-    dim: int  # rotated dimensions per head
-    max_position_embeddings: int
-    interleaved: bool = False  # DeepSeek layout: rotate pairs (x0, x1), (x2, x3), ...
-    factor: float | None = None
-    original_max_position_embeddings: int | None = None
-    low_freq_factor: float | None = None  # llama3
-    high_freq_factor: float | None = None  # llama3
-    beta_fast: float | None = None  # yarn
-    beta_slow: float | None = None  # yarn
-    mscale: float | None = None  # yarn
-    mscale_all_dim: float | None = None  # yarn
-    attention_factor: float | None = None  # yarn
-    truncate: bool = True  # yarn
 
 
 @dataclass(frozen=True)
@@ -168,7 +146,7 @@ def parse_config(raw: dict[str, Any], source: str = "config.json") -> ModelConfi
         rms_norm_eps=f.optional("rms_norm_eps", float, 1e-6),
         hidden_act="silu",
         tie_word_embeddings=f.optional("tie_word_embeddings", bool, False),
-        bos_token_id=f.nullable("bos_token_id", int, None),
+        bos_token_id=raw["bos_token_id"] if type(raw.get("bos_token_id")) is int else None,  # informational
         eos_token_ids=_eos_ids(f),
     )
     if arch in DEEPSEEK_STYLE:
@@ -205,7 +183,7 @@ def _llama_style(f: _Fields, arch: str, common: dict[str, Any]) -> ModelConfig:
     sliding = next((w for w in windows if w is not None), None)
     return ModelConfig(
         **common, num_kv_heads=num_kv_heads, head_dim=head_dim, v_head_dim=head_dim,
-        max_position_embeddings=max_pos, rope=_rope(f, head_dim, max_pos, interleaved=False),
+        max_position_embeddings=max_pos, rope=parse_rope(f, head_dim, max_pos, interleaved=False),
         softmax_scale=head_dim ** -0.5, sliding_window=sliding, layer_sliding_windows=windows,
         qkv_bias=biases[0], o_bias=biases[1], mlp_bias=biases[2], qk_norm=arch == "Qwen3ForCausalLM")
 
@@ -268,7 +246,7 @@ def _deepseek(f: _Fields, common: dict[str, Any]) -> ModelConfig:
         raise f.fail("num_experts_per_tok", f"exceeds n_routed_experts ({num_experts})")
     max_pos = f.optional("max_position_embeddings", int, 4096)
     # transformers sets head_dim = qk_rope_head_dim for DeepSeek-V3: rope covers only that part.
-    rope = _rope(f, mla.qk_rope_head_dim, max_pos, interleaved=f.optional("rope_interleave", bool, True))
+    rope = parse_rope(f, mla.qk_rope_head_dim, max_pos, interleaved=f.optional("rope_interleave", bool, True))
     qk_head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim
     return ModelConfig(
         **common, num_kv_heads=num_heads, head_dim=qk_head_dim, v_head_dim=mla.v_head_dim,
@@ -285,41 +263,3 @@ def _mla_softmax_scale(rope: RopeConfig, qk_head_dim: int) -> float:
         mscale = yarn_get_mscale(rope.factor or 1.0, rope.mscale_all_dim)
         scale = scale * mscale * mscale
     return scale
-
-
-def yarn_get_mscale(scale: float, mscale: float = 1.0) -> float:
-    return 1.0 if scale <= 1 else 0.1 * mscale * math.log(scale) + 1.0
-
-
-def _rope(f: _Fields, dim: int, max_pos: int, interleaved: bool) -> RopeConfig:
-    """Standardize `rope_parameters` (v5) or legacy `rope_scaling` + `rope_theta` (v4 configs)."""
-    params = f.raw.get("rope_parameters") or f.raw.get("rope_scaling") or {}
-    field = "rope_parameters" if f.raw.get("rope_parameters") else "rope_scaling"
-    if not isinstance(params, dict):
-        raise f.fail(field, f"must be an object, got {params!r}")
-    sub = _Fields(params, f"{f.source} ({field})")
-    rope_type = params.get("rope_type", params.get("type", "default"))
-    if rope_type not in ROPE_TYPES:
-        raise f.fail(field, f"has rope_type {rope_type!r}; supported: {', '.join(ROPE_TYPES)}")
-    theta = sub.optional("rope_theta", float, f.optional("rope_theta", float, 10000.0))
-    partial = sub.optional("partial_rotary_factor", float, f.optional("partial_rotary_factor", float, 1.0))
-    if partial != 1.0:
-        raise f.fail("partial_rotary_factor", f"is {partial}; partial rotary embeddings are not supported")
-    original = None
-    if rope_type in ("llama3", "yarn"):
-        # transformers gives a top-level original_max_position_embeddings priority (Phi3 style).
-        original = f.optional("original_max_position_embeddings", int,
-                              sub.optional("original_max_position_embeddings", int, max_pos))
-    needs_factor = rope_type in ("linear", "dynamic", "llama3")
-    factor = sub.required("factor", float) if needs_factor else sub.optional("factor", float, None)
-    if rope_type == "yarn" and factor is None:
-        factor = max_pos / original  # transformers' fallback for a yarn config without a factor
-    return RopeConfig(
-        rope_type=rope_type, theta=theta, dim=dim, max_position_embeddings=max_pos, interleaved=interleaved,
-        factor=factor, original_max_position_embeddings=original,
-        low_freq_factor=sub.required("low_freq_factor", float) if rope_type == "llama3" else None,
-        high_freq_factor=sub.required("high_freq_factor", float) if rope_type == "llama3" else None,
-        beta_fast=sub.optional("beta_fast", float, None), beta_slow=sub.optional("beta_slow", float, None),
-        mscale=sub.optional("mscale", float, None), mscale_all_dim=sub.optional("mscale_all_dim", float, None),
-        attention_factor=sub.optional("attention_factor", float, None),
-        truncate=sub.optional("truncate", bool, True))

@@ -1,6 +1,7 @@
-"""Rotary position embeddings: frequencies for each scaling variant, and their application.
+"""Rotary position embeddings: their config, frequencies for each scaling variant, and their application.
 
-Owns the math of default, linear, dynamic-NTK, llama3 and yarn rotary embeddings,
+Owns the `rope_parameters` / legacy `rope_scaling` config fields and the math of
+default, linear, dynamic-NTK, llama3 and yarn rotary embeddings,
 bit-compatible with transformers 5.x, and the two layouts (rotate-half, and
 DeepSeek's interleaved pairs). Angles come from explicit per-token positions,
 never from an arange, so tokens of several sequences can share one forward pass.
@@ -9,10 +10,74 @@ never from an arange, so tokens of several sequences can share one forward pass.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 
-from deepinfer.model.config import RopeConfig, yarn_get_mscale
+ROPE_TYPES = ("default", "linear", "dynamic", "llama3", "yarn")
+
+
+@dataclass(frozen=True)
+class RopeConfig:
+    """Rotary embedding parameters (transformers' `rope_parameters`, standardized)."""
+
+    rope_type: str  # one of ROPE_TYPES
+    theta: float
+    dim: int  # rotated dimensions per head
+    max_position_embeddings: int
+    interleaved: bool = False  # DeepSeek layout: rotate pairs (x0, x1), (x2, x3), ...
+    factor: float | None = None
+    original_max_position_embeddings: int | None = None
+    low_freq_factor: float | None = None  # llama3
+    high_freq_factor: float | None = None  # llama3
+    beta_fast: float | None = None  # yarn
+    beta_slow: float | None = None  # yarn
+    mscale: float | None = None  # yarn
+    mscale_all_dim: float | None = None  # yarn
+    attention_factor: float | None = None  # yarn
+    truncate: bool = True  # yarn
+
+
+def yarn_get_mscale(scale: float, mscale: float = 1.0) -> float:
+    return 1.0 if scale <= 1 else 0.1 * mscale * math.log(scale) + 1.0
+
+
+def parse_rope(f: Any, dim: int, max_pos: int, interleaved: bool) -> RopeConfig:
+    """Standardize `rope_parameters` (v5) or legacy `rope_scaling` + `rope_theta` (v4 configs).
+
+    `f` is config.py's field reader over the whole config.json; errors name the field.
+    """
+    params = f.raw.get("rope_parameters") or f.raw.get("rope_scaling") or {}
+    field = "rope_parameters" if f.raw.get("rope_parameters") else "rope_scaling"
+    if not isinstance(params, dict):
+        raise f.fail(field, f"must be an object, got {params!r}")
+    sub = type(f)(params, f"{f.source} ({field})")
+    rope_type = params.get("rope_type", params.get("type", "default"))
+    if rope_type not in ROPE_TYPES:
+        raise f.fail(field, f"has rope_type {rope_type!r}; supported: {', '.join(ROPE_TYPES)}")
+    theta = sub.optional("rope_theta", float, f.optional("rope_theta", float, 10000.0))
+    partial = sub.optional("partial_rotary_factor", float, f.optional("partial_rotary_factor", float, 1.0))
+    if partial != 1.0:
+        raise f.fail("partial_rotary_factor", f"is {partial}; partial rotary embeddings are not supported")
+    original = None
+    if rope_type in ("llama3", "yarn"):
+        # transformers gives a top-level original_max_position_embeddings priority (Phi3 style).
+        original = f.optional("original_max_position_embeddings", int,
+                              sub.optional("original_max_position_embeddings", int, max_pos))
+    needs_factor = rope_type in ("linear", "dynamic", "llama3")
+    factor = sub.required("factor", float) if needs_factor else sub.optional("factor", float, None)
+    if rope_type == "yarn" and factor is None:
+        factor = max_pos / original  # transformers' fallback for a yarn config without a factor
+    return RopeConfig(
+        rope_type=rope_type, theta=theta, dim=dim, max_position_embeddings=max_pos, interleaved=interleaved,
+        factor=factor, original_max_position_embeddings=original,
+        low_freq_factor=sub.required("low_freq_factor", float) if rope_type == "llama3" else None,
+        high_freq_factor=sub.required("high_freq_factor", float) if rope_type == "llama3" else None,
+        beta_fast=sub.optional("beta_fast", float, None), beta_slow=sub.optional("beta_slow", float, None),
+        mscale=sub.optional("mscale", float, None), mscale_all_dim=sub.optional("mscale_all_dim", float, None),
+        attention_factor=sub.optional("attention_factor", float, None),
+        truncate=sub.optional("truncate", bool, True))
 
 
 def inverse_frequencies(rope: RopeConfig, seq_len: int | None = None) -> tuple[torch.Tensor, float]:
