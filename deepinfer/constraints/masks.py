@@ -8,6 +8,9 @@ regexes, grammars or the matcher.
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from dataclasses import dataclass
+
 import numpy as np
 
 from .nfa import utf8_sequences
@@ -18,10 +21,20 @@ _EMPTY = np.zeros(0, dtype=np.int32)
 _MULTIBYTE = ((0, 0x80, 0x7FF), (1, 0x800, 0xD7FF), (1, 0xE000, 0xFFFF), (2, 0x10000, 0x10FFFF))
 
 
-def loop_bits(trans: np.ndarray) -> np.ndarray:
-    """uint64 [S, 3]: per state, the signature bits (see vocab.SIG_LEVELS) of the
-    characters that lead from the state back to itself. A token whose suffix
-    signature is covered stays in the state (the loop shortcut of walk_tokens)."""
+@dataclass
+class Loops:
+    """bits: uint64 [S, 3] loop sets per state; neg: the 3 columns of ~bits
+    (contiguous); any: bool [S], the state loops on some character."""
+
+    bits: np.ndarray
+    neg: list[np.ndarray]
+    any: np.ndarray
+
+
+def loop_bits(trans: np.ndarray) -> Loops:
+    """Per state, the signature bits (see vocab.SIG_LEVELS) of the characters
+    that lead from the state back to itself. A token whose suffix signature is
+    covered stays in the state (the loop shortcut of walk_tokens)."""
     n = trans.shape[0]
     me = np.arange(n, dtype=np.int64)
     ascii_loop = trans[:, :128] == me[:, None]                          # [S, 128]
@@ -37,21 +50,30 @@ def loop_bits(trans: np.ndarray) -> np.ndarray:
                 cur = block[:, 0].astype(np.int64)
             multi[:, bit] &= ok & (cur == me)
     out[:, 2] = (multi * (np.uint64(1) << np.arange(3, dtype=np.uint64))).sum(axis=1).astype(np.uint64)
-    return out
+    return Loops(out, [np.ascontiguousarray(~out[:, w]) for w in range(3)], out.any(axis=1))
+
+
+def live_keys(trans: np.ndarray, state: int) -> np.ndarray | None:
+    """bool [256 * 257]: which token prefix keys (vocab.pair_start) survive from
+    `state`: key b0 * 257 for one-byte tokens, b0 * 257 + 1 + b1 for longer ones.
+    None if no byte is allowed."""
+    row0 = trans[state]
+    b0 = np.flatnonzero(row0 >= 0)                         # [k0] live first bytes
+    if not b0.size:
+        return None
+    live = np.zeros((256, 257), dtype=bool)
+    live[b0, 0] = True
+    live[b0, 1:] = trans[row0[b0]] >= 0
+    return live.reshape(-1)
 
 
 def token_candidates(trans: np.ndarray, state: int, vocab: Vocabulary) -> np.ndarray:
     """Positions (into vocab.sorted_*) of tokens whose first two bytes survive
     from `state` (one-byte tokens: whose byte does), ascending."""
-    row0 = trans[state]
-    b0 = np.flatnonzero(row0 >= 0)                         # [k0] live first bytes
-    if not b0.size:
+    live = live_keys(trans, state)
+    if live is None:
         return np.zeros(0, dtype=np.int64)
-    live = np.empty((b0.size, 257), dtype=bool)            # [k0, 1 + 256] prefix keys
-    live[:, 0] = True
-    live[:, 1:] = trans[row0[b0]] >= 0
-    rows, cols = np.nonzero(live)
-    keys = b0[rows] * 257 + cols
+    keys = np.flatnonzero(live)
     starts = vocab.pair_start[keys]
     counts = vocab.pair_start[keys + 1] - starts
     total = int(counts.sum())
@@ -64,7 +86,7 @@ def token_candidates(trans: np.ndarray, state: int, vocab: Vocabulary) -> np.nda
 
 
 def walk_tokens(trans: np.ndarray, state: int, vocab: Vocabulary,
-                loops: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                loops: "Loops | None" = None) -> tuple[np.ndarray, np.ndarray]:
     """Tokens whose bytes, read from `state` of the DFA `trans` (int32 [S, 256],
     -1 dead), never reach a dead transition: (token ids int32 [k], end states [k]),
     ids in no particular order.
@@ -73,28 +95,85 @@ def walk_tokens(trans: np.ndarray, state: int, vocab: Vocabulary,
     (loop_bits(trans)), tokens whose remaining characters all loop on the state
     reached after 0..3 bytes finish at once, which makes "any text" states cheap.
     """
-    row0 = trans[state]
     idx = token_candidates(trans, state, vocab)             # [k] positions in sorted order
+    head_idx, head_state = [], []
+    if loops is not None and loops.bits[state].any():       # level 0, shared per loop set
+        hit = loop_cover(vocab, loops.bits[state]).covered.take(idx)
+        head_idx.append(idx[hit])
+        head_state.append(np.full(int(hit.sum()), state, dtype=np.int32))
+        idx = idx[~hit]
+    pos, ends = _walk(trans, state, vocab, idx, loops)
+    pos = np.concatenate(head_idx + [pos]) if head_idx else pos
+    ends = np.concatenate(head_state + [ends]) if head_state else ends
+    return vocab.sorted_ids.take(pos), ends
+
+
+def state_mask(trans: np.ndarray, state: int, vocab: Vocabulary, loops: "Loops") -> np.ndarray:
+    """The packed int32 row [ceil(V/32)] of text tokens allowed in `state`.
+
+    Tokens made only of characters looping on `state` come from a per-vocabulary
+    cache keyed by the loop's character set (every JSON string body, every
+    `[^\\n]*` shares one), so only the other candidates are walked."""
+    base = None
+    if loops.bits[state].any():
+        cover = loop_cover(vocab, loops.bits[state])
+        base = cover.row
+        live = live_keys(trans, state)
+        idx = cover.rest if live is None else cover.rest[live.take(cover.rest_keys)]
+    else:
+        idx = token_candidates(trans, state, vocab)
+    pos, _ = _walk(trans, state, vocab, idx, loops)
+    row = pack_mask(vocab.sorted_ids.take(pos), vocab)
+    return row if base is None else np.bitwise_or(row, base)
+
+
+@dataclass
+class LoopCover:
+    """Tokens made only of characters in one loop set (per vocabulary, cached)."""
+
+    covered: np.ndarray    # bool [n] over sorted positions
+    row: np.ndarray        # packed int32 row of the covered token ids (read-only)
+    rest: np.ndarray       # int64 [m] positions not covered, ascending
+    rest_keys: np.ndarray  # int64 [m] their prefix keys (vocab.sorted_keys)
+
+
+def loop_cover(vocab: Vocabulary, bits: np.ndarray) -> LoopCover:
+    """The LoopCover of loop set `bits` (uint64 [3]), cached per vocabulary."""
+    cache = vocab.mask_cache.setdefault("loop_cover", OrderedDict())
+    key = bits.tobytes()
+    hit = cache.get(key)
+    if hit is None:
+        neg = ~bits
+        sig = vocab.sig_words[0]
+        covered = ((sig[0] & neg[0]) | (sig[1] & neg[1]) | (sig[2] & neg[2])) == 0
+        row = pack_mask(vocab.sorted_ids[covered], vocab)
+        row.flags.writeable = False
+        rest = np.flatnonzero(~covered)
+        hit = cache[key] = LoopCover(covered, row, rest, vocab.sorted_keys.take(rest))
+        while len(cache) > 64:
+            cache.popitem(last=False)
+    else:
+        cache.move_to_end(key)
+    return hit
+
+
+def _walk(trans, state: int, vocab: Vocabulary, idx: np.ndarray, loops: "Loops | None"):
+    """Walk candidate positions `idx` from `state`: (positions int64, end states int32)."""
     if not idx.size:
-        return _EMPTY, _EMPTY
+        return np.zeros(0, dtype=np.int64), _EMPTY
     flat = trans.reshape(-1)
     cols = vocab.sorted_bytes_T
     done_idx, done_state = [], []
-    if loops is not None:  # level 0: tokens made only of characters looping on `state`
-        miss = _uncovered(vocab.sig_words[0], idx, ~loops[state])
-        hit = np.flatnonzero(~miss)
-        if hit.size:
-            done_idx.append(idx[hit])
-            done_state.append(np.full(hit.size, state, dtype=np.int32))
-            idx = idx[np.flatnonzero(miss)]
-    cur = row0[cols[0].take(idx)]                           # [k] state after byte 0
+    cur = trans[state].take(cols[0].take(idx))              # [k] state after byte 0
     lens = vocab.sorted_lengths.take(idx)
-    neg = [np.ascontiguousarray(~loops[:, w]) for w in range(3)] if loops is not None else None
+    neg = loops.neg if loops is not None else None
     j = 1
     while idx.size:
         done = lens <= j
-        if neg is not None and j < SIG_LEVELS:
-            done |= ~_uncovered(vocab.sig_words[j], idx, neg, cur)
+        if neg is not None:
+            # Past the stored suffix signatures, the whole token's characters are a
+            # (conservative) stand-in for its suffix's.
+            done |= _covered(vocab, j if j < SIG_LEVELS else 0, idx, cur, loops)
         if done.any():
             fin = np.flatnonzero(done)
             done_idx.append(idx.take(fin))
@@ -116,8 +195,8 @@ def walk_tokens(trans: np.ndarray, state: int, vocab: Vocabulary,
         cur = nxt
         j += 1
     if not done_idx:
-        return _EMPTY, _EMPTY
-    return vocab.sorted_ids.take(np.concatenate(done_idx)), np.concatenate(done_state).astype(np.int32)
+        return np.zeros(0, dtype=np.int64), _EMPTY
+    return np.concatenate(done_idx), np.concatenate(done_state).astype(np.int32)
 
 
 _FEW = 24
@@ -138,19 +217,45 @@ def _finish_few(trans, vocab, idx: list[int], cur: list[int], j: int):
     return np.array(out_idx, dtype=np.int64), np.array(out_state, dtype=np.int32)
 
 
-def _uncovered(sig_words, idx: np.ndarray, neg_loops: np.ndarray, cur=None) -> np.ndarray:
-    """bool [k]: the token suffix has a character outside the loop of its state.
+def _covered(vocab: Vocabulary, j: int, idx: np.ndarray, cur: np.ndarray, loops: "Loops") -> np.ndarray:
+    """bool [k]: the suffix from byte j of token idx[i] only has characters looping on cur[i].
 
-    neg_loops: ~loop bits, uint64 [3] (one state), or 3 arrays uint64 [S] indexed by `cur`."""
-    n = sig_words[0].size
-    if cur is None and 2 * idx.size > n:  # dense: test every token, then select
-        out = (sig_words[0] & neg_loops[0]) | (sig_words[1] & neg_loops[1]) | (sig_words[2] & neg_loops[2])
-        return (out != 0) if idx.size == n else (out != 0).take(idx)
+    Many tokens in few states (the usual case right after the first byte): use
+    per-vocabulary cached cover arrays per loop set; otherwise gather signatures."""
+    if idx.size > 4096:
+        states = np.flatnonzero(np.bincount(cur, minlength=1))
+        looping = states[loops.any.take(states)]
+        if looping.size <= 4:
+            if looping.size == 1 and states.size == 1:
+                return _cover_at(vocab, j, loops.bits[looping[0]]).take(idx)
+            out = np.zeros(idx.size, dtype=bool)
+            for u in looping.tolist():
+                sel = np.flatnonzero(cur == u)
+                out[sel] = _cover_at(vocab, j, loops.bits[u]).take(idx.take(sel))
+            return out
+    return ~_uncovered(vocab.sig_words[j], idx, loops.neg, cur)
+
+
+def _cover_at(vocab: Vocabulary, j: int, bits: np.ndarray) -> np.ndarray:
+    """bool [n]: token suffixes from byte j whose characters are all in `bits` (cached)."""
+    cache = vocab.mask_cache.setdefault("cover_at", OrderedDict())
+    key = (j, bits.tobytes())
+    hit = cache.get(key)
+    if hit is None:
+        neg, sig = ~bits, vocab.sig_words[j]
+        hit = cache[key] = ((sig[0] & neg[0]) | (sig[1] & neg[1]) | (sig[2] & neg[2])) == 0
+        while len(cache) > 256:
+            cache.popitem(last=False)
+    else:
+        cache.move_to_end(key)
+    return hit
+
+
+def _uncovered(sig_words, idx: np.ndarray, neg_loops: list[np.ndarray], cur: np.ndarray) -> np.ndarray:
+    """bool [k]: the suffix of token idx[i] has a character outside the loop of state cur[i]."""
     out = None
     for w in range(3):
-        sig = sig_words[w].take(idx)
-        mask = neg_loops[w] if cur is None else neg_loops[w].take(cur)
-        part = sig & mask
+        part = sig_words[w].take(idx) & neg_loops[w].take(cur)
         out = part if out is None else out | part
     return out != 0
 

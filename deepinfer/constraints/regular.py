@@ -13,7 +13,7 @@ from collections import OrderedDict
 import numpy as np
 
 from .dfa import Dfa
-from .masks import loop_bits, pack_mask, walk_tokens
+from .masks import Loops, loop_bits, state_mask
 from .vocab import Vocabulary
 
 MAX_FORCED = 4096
@@ -60,7 +60,7 @@ class RegularAutomaton:
         self._masks: list[np.ndarray | None] = [None] * n
         self._accepting = dfa.accepting.tolist()
         self._cache = mask_cache(vocab)
-        self._loops: np.ndarray | None = None
+        self._loops: Loops | None = None
 
     def initial_state(self) -> int:
         return 0
@@ -77,8 +77,7 @@ class RegularAutomaton:
             if row is None:
                 if self._loops is None:
                     self._loops = loop_bits(self.dfa.trans)
-                ids, _ = walk_tokens(self.dfa.trans, state, self.vocab, self._loops)
-                row = pack_mask(ids, self.vocab)
+                row = state_mask(self.dfa.trans, state, self.vocab, self._loops)
                 row.flags.writeable = False
                 self._cache.put(key, row)
             self._masks[state] = row

@@ -148,6 +148,7 @@ class Vocabulary:
         # pair_start[key] .. pair_start[key + 1] are the positions with that key.
         second = mat[:, 1].astype(np.int64) + 1 if width > 1 else 0
         keys = mat[:, 0].astype(np.int64) * 257 + np.where(lengths > 1, second, 0)
+        self.sorted_keys = keys                                    # [n] int64, ascending
         self.pair_start = np.searchsorted(keys, np.arange(256 * 257 + 1)).astype(np.int64)
         self.first_byte_start = self.pair_start[::257].copy()       # [257]
         sig = _suffix_signatures([self.token_bytes[i] for i in ids], mat, lengths)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from deepinfer.constraints import Vocabulary
-from deepinfer.constraints.masks import loop_bits, pack_mask, walk_tokens
+from deepinfer.constraints.masks import loop_bits, pack_mask, state_mask, walk_tokens
 
 PATTERNS = [
     r'"([^"\\]|\\.)*"',
@@ -51,6 +51,9 @@ def test_walk_equals_brute_force(request, name, pattern):
             assert len(set(ids.tolist())) == len(ids)
             results.append(dict(zip(ids.tolist(), ends.tolist())))
         assert results[0] == results[1], (pattern, state)
+        row = state_mask(dfa.trans, state, vocab, loops)
+        bits = np.unpackbits(row.view(np.uint8), bitorder="little")
+        assert set(np.flatnonzero(bits).tolist()) == set(results[0]), (pattern, state)
         if expected is not None:
             assert results[0] == expected, (pattern, state)
 
@@ -60,7 +63,7 @@ def test_loop_bits_of_any_text_state():
     from deepinfer.constraints import GrammarCompiler
 
     dfa = GrammarCompiler(vocab).compile_regex(r'[^"]*"').automaton.dfa
-    bits = loop_bits(dfa.trans)[0]
+    bits = loop_bits(dfa.trans).bits[0]
     ascii_loop = [(int(bits[b >> 6]) >> (b & 63)) & 1 for b in range(128)]
     assert ascii_loop == [int(b != ord('"')) for b in range(128)]
     assert int(bits[2]) == 0b111  # every 2-, 3- and 4-byte character loops
