@@ -38,6 +38,13 @@ class CompiledConstraint:
     vocab: Vocabulary
     stats: dict[str, Any] = field(default_factory=dict)
 
+    def precompute_masks(self, budget_s: float = 0.05) -> None:
+        """Spend up to `budget_s` computing masks ahead of use (no-op for back
+        ends without it); masks are otherwise computed lazily on first use."""
+        precompute = getattr(self.automaton, "precompute_masks", None)
+        if precompute is not None:
+            precompute(budget_s)
+
     @property
     def annotations(self) -> list[str]:
         """What the front end accepted without enforcing (e.g. unknown formats)."""

@@ -8,6 +8,7 @@ by walking a token's bytes, and forced bytes. Knows nothing about syntax.
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
 
 import numpy as np
@@ -82,6 +83,18 @@ class RegularAutomaton:
                 self._cache.put(key, row)
             self._masks[state] = row
         return row
+
+    def precompute_masks(self, budget_s: float = 0.05) -> int:
+        """Compute masks ahead of use, breadth first from the start, until the
+        time budget is spent (e.g. while the prompt is prefilled); returns how
+        many states have a mask now."""
+        deadline = time.perf_counter() + budget_s
+        for state in range(self.dfa.num_states):  # canonical numbering is breadth first
+            if self._masks[state] is None:
+                if time.perf_counter() > deadline:
+                    break
+                self.mask_row(state)
+        return sum(m is not None for m in self._masks)
 
     def fill_mask(self, state: int, row: np.ndarray) -> None:
         np.copyto(row, self.mask_row(state))

@@ -141,3 +141,11 @@ def test_masks_shared_across_compiles(compiler):
     assert c1 is not c2 and c1.automaton.dfa.digest == c2.automaton.dfa.digest
     row = c1.automaton.mask_row(1)
     assert c2.automaton.mask_row(1) is row
+
+
+def test_precompute_masks_fills_every_state(compiler):
+    compiled = compiler.compile_regex(r"[ab]{3}-[0-9]")
+    automaton = compiled.automaton
+    assert automaton.precompute_masks(budget_s=0.0) <= 1
+    compiled.precompute_masks(budget_s=10.0)
+    assert automaton.precompute_masks(budget_s=0.0) == automaton.dfa.num_states
