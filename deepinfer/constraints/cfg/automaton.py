@@ -22,7 +22,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..masks import pack_mask
 from ..vocab import Vocabulary
 from .earley import Chart, Parser
 from .follow import follow_first_bytes
@@ -136,9 +135,10 @@ class CfgAutomaton:
         else:
             row[:] = 0
         if ids:
-            all_ids = np.concatenate(ids)
-            if all_ids.size:  # ids may repeat across runs; pack_mask wants them distinct
-                np.bitwise_or(row, pack_mask(np.unique(all_ids), self.vocab), out=row)
+            bits = np.zeros(self.vocab.words * 32, dtype=bool)  # ids repeat across runs
+            for part in ids:
+                bits[part] = True
+            np.bitwise_or(row, np.packbits(bits, bitorder="little").view("<i4"), out=row)
 
     def _explore(self, chart: Chart, threads, scope: int, rows: list, ids: list) -> None:
         """Collect tokens of `scope` allowed from (chart, threads)."""
@@ -176,7 +176,9 @@ class CfgAutomaton:
         if found is None:
             local: list[np.ndarray] = []
             self._explore(chart.append(item_set), threads, scope, [], local)
-            found = item_set.memo[scope] = np.unique(np.concatenate(local)) if local else _NO_IDS
+            # duplicates are fine here (fill_mask dedups once); sorting per level is not
+            found = local[0] if len(local) == 1 else np.concatenate(local) if local else _NO_IDS
+            item_set.memo[scope] = found
         return found
 
 
