@@ -134,6 +134,11 @@ def parse_config(raw: dict[str, Any], source: str = "config.json") -> ModelConfi
     if arch not in SUPPORTED_ARCHITECTURES:
         raise ModelLoadError(f"{source}: architecture '{arch}' is not supported. Supported architectures: "
                              f"{', '.join(SUPPORTED_ARCHITECTURES)}.")
+    quantization = raw.get("quantization_config")
+    if quantization:
+        method = quantization.get("quant_method", "?") if isinstance(quantization, dict) else quantization
+        raise f.fail("quantization_config", f"declares quantized weights ({method}); only float checkpoints "
+                                            "(float32/bfloat16/float16 safetensors) or GGUF files are supported")
     if f.optional("hidden_act", str, "silu") not in ("silu", "swish"):
         raise f.fail("hidden_act", f"is '{raw['hidden_act']}'; only 'silu' (SwiGLU) is supported")
     common = dict(

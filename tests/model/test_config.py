@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -132,9 +134,11 @@ def test_defaults_per_architecture():
      "field 'layer_types'"),
     (dict(REAL["DeepSeek-V3"], kv_lora_rank=None), "field 'kv_lora_rank' is missing"),
     (dict(REAL["DeepSeek-V3"], n_group=3), "field 'n_group' must divide n_routed_experts"),
+    (dict(REAL["DeepSeek-V3"], quantization_config={"quant_method": "fp8", "weight_block_size": [128, 128]}),
+     "field 'quantization_config' declares quantized weights (fp8)"),
 ])
 def test_bad_configs_name_the_field_and_file(raw, message):
-    with pytest.raises(ModelLoadError, match="^/m/config.json.*" + message.replace("(", r"\(")):
+    with pytest.raises(ModelLoadError, match="^/m/config.json.*" + re.escape(message)):
         ModelConfig.from_dict(raw, source="/m/config.json")
 
 
