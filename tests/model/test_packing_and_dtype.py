@@ -58,7 +58,7 @@ def test_two_sequences_packed_match_each_alone(family, reference_model):
                                    atol=1e-5, rtol=0)
 
 
-@pytest.mark.parametrize("family", ["smollm2-tied", "qwen2-bias-sliding", "deepseek-v3"])
+@pytest.mark.parametrize("family", ["smollm2-tied", "qwen2-bias-sliding", "qwen3-qknorm", "deepseek-v3"])
 def test_bfloat16_matches_transformers_bfloat16_and_stays_close(family, reference_model):
     from transformers import AutoModelForCausalLM
 
