@@ -169,9 +169,10 @@ def _eos_ids(f: _Fields) -> tuple[int, ...]:
 
 def _llama_style(f: _Fields, arch: str, common: dict[str, Any]) -> ModelConfig:
     num_heads, num_layers = common["num_heads"], common["num_layers"]
-    # transformers' class defaults (Qwen2Config/Qwen3Config default to 32, not to num_attention_heads).
+    # Absent: transformers' class default (Mistral 8, Qwen2/Qwen3 32); null: num_attention_heads.
     default_kv = {"MistralForCausalLM": 8, "Qwen2ForCausalLM": 32, "Qwen3ForCausalLM": 32}.get(arch, num_heads)
-    num_kv_heads = f.optional("num_key_value_heads", int, default_kv)
+    num_kv_heads = f.nullable("num_key_value_heads", int, default_kv)
+    num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
     if num_kv_heads <= 0 or num_heads % num_kv_heads:
         raise f.fail("num_key_value_heads", f"must divide num_attention_heads ({num_heads}), got {num_kv_heads}")
     default_head_dim = 128 if arch == "Qwen3ForCausalLM" else common["hidden_size"] // num_heads

@@ -117,6 +117,8 @@ def test_defaults_per_architecture():
     assert qwen2.head_dim == 16 and qwen2.qkv_bias and not qwen2.o_bias
     mistral = ModelConfig.from_dict(dict(BASE, architectures=["MistralForCausalLM"], num_attention_heads=16))
     assert mistral.num_kv_heads == 8  # MistralConfig's default
+    mistral = ModelConfig.from_dict(dict(BASE, architectures=["MistralForCausalLM"], num_key_value_heads=None))
+    assert mistral.num_kv_heads == 4  # null: as many as the attention heads
     llama = ModelConfig.from_dict(dict(BASE, architectures=["LlamaForCausalLM"], eos_token_id=[5, 7]))
     assert llama.num_kv_heads == 4 and llama.eos_token_ids == (5, 7) and llama.rope.theta == 10000.0
 
