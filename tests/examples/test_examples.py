@@ -1,13 +1,15 @@
-"""Every example runs as written (as a subprocess) against a tiny random model."""
+"""Every example runs as written (as `__main__`, via runpy) against a tiny random model.
+
+In-process rather than a subprocess: importing torch again per example would
+cost more than the examples themselves.
+"""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
+import runpy
 import sys
-import threading
-import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import jsonschema
@@ -23,13 +25,30 @@ def model_dir(tmp_path_factory):
     return make_tiny_model_dir(tmp_path_factory.mktemp("tiny") / "model")
 
 
-def run_example(name: str, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
-    return subprocess.run([sys.executable, str(EXAMPLES / name), *args], capture_output=True, text=True,
-                          timeout=300, env=full_env, cwd=ROOT)
+@dataclass
+class Result:
+    returncode: int
+    stdout: str
+    stderr: str
 
 
-def test_pydantic_models(model_dir):
+@pytest.fixture()
+def run_example(monkeypatch, capsys):
+    def run(name: str, *args: str, env: dict | None = None) -> Result:
+        for key, value in (env or {}).items():
+            monkeypatch.setenv(key, value)
+        monkeypatch.setattr(sys, "argv", [str(EXAMPLES / name), *args])
+        code = 0
+        try:
+            runpy.run_path(str(EXAMPLES / name), run_name="__main__")
+        except SystemExit as exc:
+            code = exc.code or 0
+        out, err = capsys.readouterr()
+        return Result(code, out, err)
+    return run
+
+
+def test_pydantic_models(model_dir, run_example):
     r = run_example("pydantic_models.py", env={"DEEPINFER_MODEL_DIR": str(model_dir)})
     assert r.returncode == 0, r.stderr
     contact, review = r.stdout.splitlines()
@@ -52,7 +71,7 @@ def _check_records(out: Path, schema: dict) -> None:
         jsonschema.validate(record, schema)
 
 
-def test_extract_folder_with_schema_file(model_dir, tmp_path):
+def test_extract_folder_with_schema_file(model_dir, tmp_path, run_example):
     schema = {"type": "object", "properties": {"who": {"type": "string", "maxLength": 6},
                                                "mood": {"enum": ["good", "bad"]}},
               "required": ["who", "mood"], "additionalProperties": False}
@@ -65,7 +84,7 @@ def test_extract_folder_with_schema_file(model_dir, tmp_path):
 
 
 @pytest.mark.slow
-def test_extract_folder_default_schema(model_dir, tmp_path):
+def test_extract_folder_default_schema(model_dir, tmp_path, run_example):
     out = tmp_path / "out.jsonl"
     r = run_example("extract_folder.py", str(_notes(tmp_path)), "--model", str(model_dir), "-o", str(out))
     assert r.returncode == 0, r.stderr
@@ -76,7 +95,7 @@ def test_extract_folder_default_schema(model_dir, tmp_path):
     _check_records(out, module.DEFAULT_SCHEMA)
 
 
-def test_sql_client_against_live_server(model_dir):
+def test_sql_client_against_live_server(model_dir, run_example):
     from deepinfer.engine import AsyncEngine
     from deepinfer.server.app import create_app
     from deepinfer.server.background import BackgroundServer
