@@ -252,7 +252,7 @@ def _deepseek(f: _Fields, common: dict[str, Any]) -> ModelConfig:
         raise f.fail("num_experts_per_tok", f"exceeds n_routed_experts ({num_experts})")
     max_pos = f.optional("max_position_embeddings", int, 4096)
     # transformers sets head_dim = qk_rope_head_dim for DeepSeek-V3: rope covers only that part.
-    rope = parse_rope(f, mla.qk_rope_head_dim, max_pos, interleaved=f.optional("rope_interleave", bool, True))
+    rope = parse_rope(f, mla.qk_rope_head_dim, max_pos, interleaved=bool(f.nullable("rope_interleave", bool, True)))
     qk_head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim
     return ModelConfig(
         **common, num_kv_heads=num_heads, head_dim=qk_head_dim, v_head_dim=mla.v_head_dim,
