@@ -177,3 +177,20 @@ def test_responses_tools_required(client):
     call = r.output[0]
     assert call.type == "function_call" and call.name == "get_weather"
     jsonschema.validate(json.loads(call.arguments), flat["parameters"])
+
+
+def test_responses_stream_function_call(client):
+    flat = {"type": "function", **TIME_TOOL["function"]}
+    events = list(client.responses.create(model="tiny", input="Time?", tools=[flat], tool_choice="required",
+                                          max_output_tokens=64, stream=True, extra_body={"seed": 13}))
+    kinds = [e.type for e in events]
+    assert "response.function_call_arguments.done" in kinds and kinds[-1] == "response.completed"
+    call = events[-1].response.output[0]
+    assert call.type == "function_call" and json.loads(call.arguments)["zone"] in ("UTC", "CET")
+
+
+def test_chat_stream_helper_parses_pydantic(client):
+    with client.chat.completions.stream(model="tiny", messages=MESSAGES, max_tokens=64, seed=14,
+                                        response_format=Person) as stream:
+        final = stream.get_final_completion()
+    assert isinstance(final.choices[0].message.parsed, Person)

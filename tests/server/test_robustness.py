@@ -34,6 +34,9 @@ def post(server, path, body, **kw):
     ({"ebnf": "root ::= ("}, "line 1"),
     ({"structured_outputs": {"grammar": "start: foo\n"}}, "'foo'"),
     ({"messages": [{"role": "wizard", "content": "x"}]}, "messages.0.role"),
+    ({"response_format": {"type": "json_schema", "json_schema": {"name": "u", "schema": {
+        "type": "object", "properties": {"a": {"type": "object", "unevaluatedProperties": False}}}}}},
+     "unevaluatedProperties"),
 ])
 def test_bad_requests_are_400_naming_the_field(server, extra, needle):
     r = post(server, "/v1/chat/completions", {**CHAT, **extra})
@@ -154,3 +157,21 @@ def test_metrics_count_requests_tokens_and_compiles(server):
     for gauge in ("deepinfer_queue_waiting_requests", "deepinfer_kv_cache_usage_ratio",
                   "deepinfer_prefix_cache_hit_rate"):
         assert gauge in samples
+
+
+def test_prefix_cache_hits_show_in_usage(server):
+    body = {"model": "tiny", "max_tokens": 2, "seed": 1, "regex": "[0-9]{2}",
+            "messages": [{"role": "user", "content": "a long shared prefix " * 12}]}
+    first = post(server, "/v1/chat/completions", body).json()["usage"]
+    second = post(server, "/v1/chat/completions", body).json()["usage"]
+    assert first["prompt_tokens"] == second["prompt_tokens"] > 32
+    assert second["prompt_tokens_details"]["cached_tokens"] >= 32
+
+
+def test_tool_choice_auto_leaves_text_alone(server):
+    tool = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}
+    r = post(server, "/v1/chat/completions", {**CHAT, "tools": [tool], "max_tokens": 4, "seed": 4,
+                                              "regex": "[a-z]{4}"})
+    choice = r.json()["choices"][0]
+    assert choice["finish_reason"] in ("stop", "length") and len(choice["message"]["content"]) == 4
+    assert "tool_calls" not in choice["message"]

@@ -1,0 +1,43 @@
+"""Unit checks of request -> constraint translation (no server, no model)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from deepinfer.server.constraint_spec import (ToolDecl, forced_tool_spec, grammar_syntax, parse_tool_call,
+                                              regex_for_choices, single_constraint, ConstraintSpec)
+from deepinfer.server.errors import APIError
+
+
+def test_choices_are_escaped_literals():
+    spec = regex_for_choices(["a.b", "(x)", "c|d", "e+"], "structured_outputs.choice")
+    assert re.fullmatch(spec.value, "a.b") and re.fullmatch(spec.value, "(x)") and re.fullmatch(spec.value, "c|d")
+    assert not re.fullmatch(spec.value, "axb") and not re.fullmatch(spec.value, "c")
+
+
+def test_grammar_syntax_detection():
+    assert grammar_syntax('root ::= "a"') == "gbnf"
+    assert grammar_syntax('start: "a"') == "lark"
+
+
+def test_two_constraints_name_both_fields():
+    with pytest.raises(APIError) as info:
+        single_constraint([ConstraintSpec("regex", "a", "regex"), ConstraintSpec("grammar", "x", "ebnf")])
+    assert "'regex', 'ebnf'" in info.value.message and info.value.status == 400
+
+
+def test_forced_tool_schema_and_parsing():
+    tools = [ToolDecl("a", None, {"type": "object", "properties": {"x": {"type": "integer"}}}),
+             ToolDecl("b", None, {"type": "object"}, strict=True)]
+    both = forced_tool_spec(tools, None, "tool_choice").value
+    assert [alt["properties"]["name"] for alt in both["anyOf"]] == [{"const": "a"}, {"const": "b"}]
+    named = forced_tool_spec(tools, "b", "tool_choice")
+    assert named.value["properties"]["name"] == {"const": "b"} and named.strict
+    with pytest.raises(APIError, match="not among the declared tools"):
+        forced_tool_spec(tools, "c", "tool_choice")
+    assert parse_tool_call('{"name": "a", "arguments": {"x": 1}}', tools) == ("a", {"x": 1})
+    assert parse_tool_call('<tool_call>{"name": "b", "arguments": "{}"}</tool_call>', tools) == ("b", {})
+    assert parse_tool_call('{"name": "zzz", "arguments": {}}', tools) is None
+    assert parse_tool_call("hello", tools) is None
