@@ -35,7 +35,7 @@ _PRE_SPLITS: dict[str, str | None] = {
     "qwen2": _QWEN2_SPLIT, "deepseek-r1-qwen": _QWEN2_SPLIT,
 }
 # Pre-tokenizers that split every digit off first, then apply GPT-2's regex.
-_DIGIT_THEN_GPT2 = {"smollm", "starcoder"}
+_DIGIT_THEN_GPT2 = {"smollm", "starcoder", "refact", "command-r", "codeshell", "exaone", "minerva"}
 
 # Token texts llama.cpp treats as end-of-generation besides eos (llama-vocab.cpp, EOG detection).
 _EOG_TEXTS = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<EOT>",
