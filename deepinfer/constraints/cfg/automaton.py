@@ -55,8 +55,7 @@ class CfgAutomaton:
         self.parser = Parser(bnf)
         self.lexemes = bnf.lexemes
         self.scans = scan_cache(vocab)
-        self.follow_bytes = follow_first_bytes(bnf, self.parser.nullable)
-        self._children: dict[tuple[int, int], int | None] = {}
+        self.follow_ids = [self.scans.follow_id(f) for f in follow_first_bytes(bnf, self.parser.nullable)]
         self._initial = self._with_new_threads(self.parser.initial_chart(), ())
 
     # ------------------------------------------------------------- stepping
@@ -145,19 +144,13 @@ class CfgAutomaton:
         lexemes, scans = self.lexemes, self.scans
         for lex, origin, q in threads:
             lexeme = lexemes[lex]
-            run = scans.run(lexeme.digest, lexeme.trans, lexeme.accepting, q, scope)
+            run = scans.run(lexeme.digest, lexeme.trans, lexeme.accepting, q, scope, self.follow_ids[lex])
             if run.inside_row is not None:
                 rows.append(run.inside_row)
             elif run.inside_ids.size:
                 ids.append(run.inside_ids)
-            if run.child is None:
-                continue
-            key = (lex, run.child)
-            child = self._children.get(key, -1)
-            if child == -1:  # keep entries whose next byte can start a lexeme after `lex`
-                child = self._children[key] = scans.filter_scope(run.child, self.follow_bytes[lex])
-            if child is not None:
-                found = self._after_lexeme(chart, lex, origin, child)
+            if run.child is not None:
+                found = self._after_lexeme(chart, lex, origin, run.child)
                 if found.size:
                     ids.append(found)
 

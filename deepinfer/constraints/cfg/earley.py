@@ -63,10 +63,57 @@ class Parser:
                 self.next_symbol.append(rhs[i] if i < len(rhs) else None)
                 self.lhs_of.append(lhs)
         self.nullable = _nullable(bnf, num_nt)
-        self.start_items = [(d, 0) for d in self.by_lhs[START]]
+        self._prepare_predictions(bnf, num_nt)
+
+    def _prepare_predictions(self, bnf: Bnf, num_nt: int) -> None:
+        """Static part of every item set: the items a prediction of X adds all have
+        origin "this set", so their closure (prediction, and advancing over nullable
+        nonterminals) is the same everywhere and is computed once here."""
+        own: list[list[tuple[int, int]]] = [[] for _ in range(num_nt)]  # nt -> (symbol, dotted id)
+        self.own_complete = [False] * num_nt
+        for (lhs, rhs), first in zip(bnf.productions, self._first_dotted(bnf)):
+            for i in range(len(rhs) + 1):
+                if i == len(rhs):
+                    self.own_complete[lhs] = True
+                else:
+                    own[lhs].append((rhs[i], first + i))
+                if i == len(rhs) or rhs[i] < 0 or not self.nullable[rhs[i]]:
+                    break
+        self.own = own
+        self.reach: list[tuple[int, ...]] = []
+        for x in range(num_nt):
+            seen, todo = [x], [x]
+            while todo:
+                for sym, _ in own[todo.pop()]:
+                    if sym >= 0 and sym not in seen:
+                        seen.append(sym)
+                        todo.append(sym)
+            self.reach.append(tuple(seen))
+
+    def _first_dotted(self, bnf: Bnf) -> list[int]:
+        out, at = [], 0
+        for _lhs, rhs in bnf.productions:
+            out.append(at)
+            at += len(rhs) + 1
+        return out
 
     def initial_chart(self) -> Chart:
-        return Chart([self.build(None, 0, self.start_items)], 1)
+        waiting: dict[int, list[tuple[int, int]]] = {}
+        self._predict(START, 0, waiting, set())
+        lexemes = tuple(s for s in waiting if s < 0)
+        return Chart([ItemSet(waiting, self.nullable[START], lexemes)], 1)
+
+    def _predict(self, x: int, k: int, waiting: dict, predicted: set) -> None:
+        own = self.own
+        for y in self.reach[x]:
+            if y not in predicted:
+                predicted.add(y)
+                for sym, d in own[y]:
+                    lst = waiting.get(sym)
+                    if lst is None:
+                        waiting[sym] = [(d, k)]
+                    else:
+                        lst.append((d, k))
 
     def scanned(self, chart: Chart, lexeme_symbol: int, origin: int) -> list[tuple[int, int]]:
         """Seeds for the next set: items at `origin` waiting for the lexeme, advanced."""
@@ -75,9 +122,10 @@ class Parser:
     def advance(self, chart: Chart, seeds: list[tuple[int, int]]) -> Chart:
         return chart.append(self.build(chart, len(chart), seeds))
 
-    def build(self, chart: Chart | None, k: int, seeds) -> ItemSet:
-        """Close `seeds` (items of set k) under prediction and completion."""
-        next_symbol, lhs_of, nullable, by_lhs = self.next_symbol, self.lhs_of, self.nullable, self.by_lhs
+    def build(self, chart: Chart, k: int, seeds) -> ItemSet:
+        """Close `seeds` (items from earlier sets, advanced) into set k: completion
+        through earlier sets is dynamic, prediction comes from the static tables."""
+        next_symbol, lhs_of, nullable = self.next_symbol, self.lhs_of, self.nullable
         seen = set(seeds)
         todo = list(seen)
         waiting: dict[int, list[tuple[int, int]]] = {}
@@ -85,34 +133,31 @@ class Parser:
         accepting = False
         while todo:
             item = todo.pop()
-            d, o = item
+            d, o = item              # o < k always: items of this set's own origin are static
             sym = next_symbol[d]
-            if sym is None:  # complete: advance items at o waiting for lhs
+            if sym is None:  # complete: advance the items at o waiting for lhs
                 lhs = lhs_of[d]
                 if lhs == START and o == 0:
                     accepting = True
-                parents = waiting.get(lhs, ()) if o == k else chart[o].waiting.get(lhs, ())
-                for pd, po in list(parents):
+                for pd, po in chart[o].waiting.get(lhs, ()):
                     new = (pd + 1, po)
                     if new not in seen:
                         seen.add(new)
                         todo.append(new)
                 continue
-            waiting.setdefault(sym, []).append(item)
-            if sym < 0:
-                continue
-            if sym not in predicted:
-                predicted.add(sym)
-                for nd in by_lhs[sym]:
-                    new = (nd, k)
+            lst = waiting.get(sym)
+            if lst is None:
+                waiting[sym] = [item]
+            else:
+                lst.append(item)
+            if sym >= 0:
+                if sym not in predicted:
+                    self._predict(sym, k, waiting, predicted)
+                if nullable[sym]:
+                    new = (d + 1, o)
                     if new not in seen:
                         seen.add(new)
                         todo.append(new)
-            if nullable[sym]:
-                new = (d + 1, o)
-                if new not in seen:
-                    seen.add(new)
-                    todo.append(new)
         lexemes = tuple(s for s in waiting if s < 0)
         return ItemSet(waiting, accepting, lexemes)
 

@@ -48,32 +48,29 @@ class ScanCache:
         n = len(vocab.sorted_ids)
         self.scopes: list[Scope] = [Scope(np.arange(n, dtype=np.int64), np.zeros(n, np.int64))]
         self.runs: dict[tuple, Run] = {}
-        self.filtered: dict[tuple, int | None] = {}
+        self.follow_ids: dict[bytes, int] = {}
+        self.follows: list[np.ndarray] = []
 
-    def filter_scope(self, scope_id: int, first_bytes: np.ndarray) -> int | None:
-        """The entries of a scope whose next byte is in `first_bytes` (bool [256]), or None."""
-        key = (scope_id, first_bytes.tobytes())
-        if key not in self.filtered:
-            scope = self.scopes[scope_id]
-            ok = first_bytes[self.vocab.sorted_bytes[scope.positions, scope.offsets]]
-            found = None
-            if ok.all():
-                found = scope_id
-            elif ok.any():
-                found = len(self.scopes)
-                self.scopes.append(Scope(scope.positions[ok], scope.offsets[ok]))
-            self.filtered[key] = found
-        return self.filtered[key]
+    def follow_id(self, follow: np.ndarray) -> int:
+        """A small id for a bool [256] set of bytes that may follow a lexeme."""
+        key = follow.tobytes()
+        if key not in self.follow_ids:
+            self.follow_ids[key] = len(self.follows)
+            self.follows.append(follow)
+        return self.follow_ids[key]
 
     def run(self, digest: str, trans: np.ndarray, accepting: np.ndarray, state: int,
-            scope_id: int) -> Run:
-        key = (digest, state, scope_id)
+            scope_id: int, follow_id: int) -> Run:
+        """Entries of the scope read from `state`; boundary crossings are kept only
+        where the next byte is in the follow set `follow_id` (others cannot continue)."""
+        key = (digest, state, scope_id, follow_id)
         hit = self.runs.get(key)
         if hit is None:
-            hit = self.runs[key] = self._compute(key, trans, accepting, state, scope_id)
+            hit = self.runs[key] = self._compute(trans, accepting, state, scope_id,
+                                                 self.follows[follow_id])
         return hit
 
-    def _compute(self, key, trans, accepting, state, scope_id) -> Run:
+    def _compute(self, trans, accepting, state, scope_id, follow) -> Run:
         vocab = self.vocab
         scope = self.scopes[scope_id]
         mat, lengths, flat = vocab.sorted_bytes, vocab.sorted_lengths, trans.reshape(-1)
@@ -96,13 +93,14 @@ class ScanCache:
             if done.any():
                 inside.append(idx[done])
             more = ~done
-            hit = accepting[cur] & more
+            idx, cur, lens, off = idx[more], cur[more], lens[more], off[more]
+            hit = accepting[cur]
             if hit.any():
+                hit &= follow[mat[idx, off]]
                 hit_idx.append(idx[hit])
                 hit_off.append(off[hit])
-            idx, cur, lens, off = idx[more], cur[more], lens[more], off[more]
         child = None
-        if hit_idx:
+        if hit_idx and sum(len(h) for h in hit_idx):
             child = len(self.scopes)
             self.scopes.append(Scope(np.concatenate(hit_idx), np.concatenate(hit_off)))
         ids = vocab.sorted_ids[np.concatenate(inside)] if inside else np.zeros(0, np.int32)
