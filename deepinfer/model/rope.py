@@ -87,7 +87,8 @@ def inverse_frequencies(rope: RopeConfig, seq_len: int | None = None) -> tuple[t
     if rope.rope_type == "dynamic":
         # NTK-aware base stretch, only once the sequence outgrows the trained length.
         seq_len = max(seq_len or 0, rope.max_position_embeddings)
-        base = base * ((rope.factor * seq_len / rope.max_position_embeddings) - (rope.factor - 1)) ** (dim / (dim - 2))
+        stretch = (rope.factor * seq_len / rope.max_position_embeddings) - (rope.factor - 1)
+        base = base * stretch ** (dim / (dim - 2))
         return 1.0 / (base ** exponents), 1.0
     inv_freq = 1.0 / (base ** exponents)
     if rope.rope_type == "linear":
@@ -117,7 +118,8 @@ def _yarn(rope: RopeConfig) -> tuple[torch.Tensor, float]:
     attention_factor = rope.attention_factor
     if attention_factor is None:
         if rope.mscale and rope.mscale_all_dim:
-            attention_factor = float(yarn_get_mscale(factor, rope.mscale) / yarn_get_mscale(factor, rope.mscale_all_dim))
+            attention_factor = float(yarn_get_mscale(factor, rope.mscale)
+                                     / yarn_get_mscale(factor, rope.mscale_all_dim))
         else:
             attention_factor = yarn_get_mscale(factor)
     beta_fast, beta_slow = rope.beta_fast or 32, rope.beta_slow or 1
