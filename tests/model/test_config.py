@@ -166,3 +166,10 @@ def test_llama_style_defaults_follow_transformers(arch):
             ours.tie_word_embeddings, ours.rope.theta) == (
         theirs.num_key_value_heads, head_dim, theirs.rms_norm_eps, theirs.max_position_embeddings,
         theirs.tie_word_embeddings, theirs.rope_parameters["rope_theta"])
+
+
+def test_every_parsed_architecture_has_a_builder():
+    from deepinfer.model.architectures import ARCHITECTURES
+    from deepinfer.model.config import SUPPORTED_ARCHITECTURES
+
+    assert set(ARCHITECTURES) == set(SUPPORTED_ARCHITECTURES)
