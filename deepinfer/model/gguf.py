@@ -14,6 +14,7 @@ Knows nothing about the forward pass; `load_model` calls `read_gguf`.
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -207,4 +208,7 @@ def write_hf_directory(model: GGUFModel, out_dir: str | Path) -> Path:
     for name, data in (("config.json", model.config), ("tokenizer_config.json", model.tokenizer_config),
                        ("generation_config.json", model.generation_config)):
         (out / name).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    # safetensors creates its file 0600; give it the umask-derived mode of the files above so a
+    # shared cache directory stays readable.
+    os.chmod(out / "model.safetensors", (out / "config.json").stat().st_mode & 0o777)
     return out
