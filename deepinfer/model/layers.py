@@ -5,6 +5,10 @@ tensors, by their Hugging Face names, from a `Weights` source (see weights.py),
 which checks names and shapes. Activations are [T, hidden]: flattened tokens, no
 batch dimension. Numerics follow transformers 5.x (RMSNorm in float32, then the
 weight multiplies in the model dtype).
+
+Every projection, here and in the architectures, calls `F.linear` / `F.silu` /
+`Tensor.sigmoid` looked up at call time: the engine's batch-invariant mode
+(engine/invariance.py) swaps those functions, so never bind them at import.
 """
 
 from __future__ import annotations
