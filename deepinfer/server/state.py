@@ -16,7 +16,7 @@ from fastapi import Request
 from pydantic import BaseModel, ValidationError
 
 from deepinfer.server.config import ServerConfig
-from deepinfer.server.errors import bad_request, from_validation_error
+from deepinfer.server.errors import APIError, bad_request, from_validation_error
 from deepinfer.server.job import ChoiceResult, Job, Usage
 from deepinfer.server.metrics import Metrics
 from deepinfer.server.runner import Runner
@@ -76,8 +76,8 @@ async def collect(state: ServerState, job: Job, request_id: str, request: Reques
                 results = task.result()
                 break
             if await request.is_disconnected():
-                task.cancel()
-                raise asyncio.CancelledError
+                task.cancel()  # aborts the engine requests; nobody is left to read the answer
+                raise APIError(499, "the client closed the request")
     finally:
         if not task.done():
             task.cancel()

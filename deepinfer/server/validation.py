@@ -20,6 +20,21 @@ from deepinfer.server.constraint_spec import ConstraintSpec
 from deepinfer.server.errors import bad_request
 
 
+def check_schema(spec: ConstraintSpec) -> None:
+    """A JSON Schema must itself be valid (against its draft's metaschema) before we compile it:
+    a compiler may skip a keyword whose value is malformed, and that must not pass as enforced."""
+    if spec.kind != "json_schema" or isinstance(spec.value, bool):
+        return
+    import jsonschema
+
+    cls = jsonschema.validators.validator_for(spec.value, default=jsonschema.Draft202012Validator)
+    error = jsonschema.exceptions.best_match(cls(cls.META_SCHEMA).iter_errors(spec.value))
+    if error is not None:
+        pointer = "/" + "/".join(str(p) for p in error.absolute_path)
+        raise bad_request(f"'{spec.source}': not a valid JSON Schema at {pointer}: {error.message}",
+                          param=spec.source, code="invalid_schema")
+
+
 def compile_spec(compiler: Any, spec: ConstraintSpec, json_whitespace: str | None = None) -> Any:
     """Compile one constraint with the project's GrammarCompiler (raises ConstraintError)."""
     if spec.kind == "json_schema":
@@ -49,6 +64,7 @@ class ConstraintValidator:
         if self.compiler is None:
             raise bad_request(f"'{spec.source}': this server has no constraint compiler, so the "
                               "constraint cannot be enforced", param=spec.source, code="constraint_unsupported")
+        check_schema(spec)
         start = time.perf_counter()
         ok = False
         try:

@@ -64,7 +64,8 @@ def test_messages_bad_schema_is_400(client):
     with pytest.raises(anthropic.BadRequestError) as info:
         client.messages.create(model="tiny", max_tokens=8, messages=MESSAGES, output_config={
             "format": {"type": "json_schema", "schema": {"type": "object", "properties": {"a": {"minimum": "x"}}}}})
-    assert "output_config.format.schema" in str(info.value)
+    message = info.value.body["error"]["message"]
+    assert "output_config.format.schema" in message and "/properties/a/minimum" in message, message
 
 
 def test_messages_two_constraints_is_400(client):

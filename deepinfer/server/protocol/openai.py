@@ -8,11 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+from deepinfer.server.protocol import Strict
 
 
 class TextPart(Strict):

@@ -9,13 +9,10 @@ from __future__ import annotations
 
 from typing import Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from deepinfer.server.protocol import Strict
 from deepinfer.server.protocol.openai import StructuredOutputs
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class InputText(Strict):
