@@ -46,6 +46,7 @@ class ScanCache:
     def __init__(self, vocab: Vocabulary) -> None:
         self.vocab = vocab
         n = len(vocab.sorted_ids)
+        self.ascii_sig, self.non_ascii = _ascii_signatures(vocab)
         self.scopes: list[Scope] = [Scope(np.arange(n, dtype=np.int64), np.zeros(n, np.int64))]
         self.runs: dict[tuple, Run] = {}
         self.follow_ids: dict[bytes, int] = {}
@@ -70,35 +71,79 @@ class ScanCache:
                                                  self.follows[follow_id])
         return hit
 
+    def _walk_uniform(self, flat, accepting, follow, idx, cur, lens, inside, hit_idx, hit_off):
+        """Every entry at the same offset (the root scope): column-major byte reads."""
+        cols = self.vocab.sorted_bytes_T                           # [width, n]
+        j = 0
+        while idx.size:
+            cur = flat.take(cur * 256 + cols[j].take(idx))          # [k] state after byte j
+            j += 1
+            live = cur >= 0
+            end = lens == j
+            done = live & end
+            if done.any():
+                inside.append(idx[done])
+            keep = live & ~end
+            idx, cur, lens = idx[keep], cur[keep].astype(np.int64), lens[keep]
+            acc = accepting.take(cur)
+            if acc.any():
+                cand = idx[acc]
+                cand = cand[follow.take(cols[j].take(cand))]
+                if cand.size:
+                    hit_idx.append(cand)
+                    hit_off.append(np.full(cand.size, j, dtype=np.int64))
+
+    def _walk_offsets(self, flat, accepting, follow, idx, off, cur, lens, inside, hit_idx, hit_off):
+        mat = self.vocab.sorted_bytes
+        while idx.size:
+            cur = flat.take(cur * 256 + mat[idx, off])              # [k] state after one more byte
+            off = off + 1
+            live = cur >= 0
+            end = lens == off
+            done = live & end
+            if done.any():
+                inside.append(idx[done])
+            keep = live & ~end
+            idx, cur, lens, off = idx[keep], cur[keep].astype(np.int64), lens[keep], off[keep]
+            acc = accepting.take(cur)
+            if acc.any():
+                ok = follow.take(mat[idx[acc], off[acc]])
+                if ok.any():
+                    hit_idx.append(idx[acc][ok])
+                    hit_off.append(off[acc][ok])
+
+    def _loop_shortcut(self, trans, accepting, state, follow, idx):
+        """Split off the ASCII tokens all of whose bytes loop on `state` (they stay in
+        it: inside, and no boundary where a follow byte could come next)."""
+        loop = trans[state, :128] == state                               # bool [128]
+        if loop.sum() < 8 or (accepting[state] and (loop & follow[:128]).any()):
+            return idx, None
+        bits = np.packbits(loop, bitorder="little").view("<u8")          # uint64 [2]
+        sig = self.ascii_sig[idx]
+        stays = ~self.non_ascii[idx] & ((sig[:, 0] & ~bits[0]) == 0) & ((sig[:, 1] & ~bits[1]) == 0)
+        return idx[~stays], idx[stays]
+
     def _compute(self, trans, accepting, state, scope_id, follow) -> Run:
         vocab = self.vocab
         scope = self.scopes[scope_id]
         mat, lengths, flat = vocab.sorted_bytes, vocab.sorted_lengths, trans.reshape(-1)
+        inside = []
         if scope_id == ROOT:
             idx = first_byte_candidates(np.flatnonzero(trans[state] >= 0), vocab)
+            idx, covered = self._loop_shortcut(trans, accepting, state, follow, idx)
+            if covered is not None:
+                inside.append(covered)
             off = np.zeros(idx.shape, np.int64)
         else:
             ok = trans[state][mat[scope.positions, scope.offsets]] >= 0
             idx, off = scope.positions[ok], scope.offsets[ok]
         cur = np.full(idx.shape, state, dtype=np.int64)
         lens = lengths[idx]
-        inside, hit_idx, hit_off = [], [], []
-        while idx.size:
-            cur = flat[cur * 256 + mat[idx, off]].astype(np.int64)   # [k] state after one more byte
-            off = off + 1
-            live = cur >= 0
-            if not live.all():
-                idx, cur, lens, off = idx[live], cur[live], lens[live], off[live]
-            done = lens == off
-            if done.any():
-                inside.append(idx[done])
-            more = ~done
-            idx, cur, lens, off = idx[more], cur[more], lens[more], off[more]
-            hit = accepting[cur]
-            if hit.any():
-                hit &= follow[mat[idx, off]]
-                hit_idx.append(idx[hit])
-                hit_off.append(off[hit])
+        hit_idx, hit_off = [], []
+        if scope_id == ROOT:
+            self._walk_uniform(flat, accepting, follow, idx, cur, lens, inside, hit_idx, hit_off)
+        else:
+            self._walk_offsets(flat, accepting, follow, idx, off, cur, lens, inside, hit_idx, hit_off)
         child = None
         if hit_idx and sum(len(h) for h in hit_idx):
             child = len(self.scopes)
@@ -109,6 +154,25 @@ class ScanCache:
             row.flags.writeable = False
             return Run(row, np.zeros(0, np.int32), child)
         return Run(None, np.unique(ids).astype(np.int32), child)
+
+
+def _ascii_signatures(vocab: Vocabulary) -> tuple[np.ndarray, np.ndarray]:
+    """Per sorted token: uint64 [n, 2] bit set of its ASCII bytes, bool [n] any byte >= 0x80."""
+    mat, lengths = vocab.sorted_bytes, vocab.sorted_lengths
+    n = len(lengths)
+    sig = np.zeros((n, 2), dtype=np.uint64)
+    non_ascii = np.zeros(n, dtype=bool)
+    for j in range(mat.shape[1]):
+        live = np.flatnonzero(lengths > j)
+        if not live.size:
+            break
+        col = mat[live, j].astype(np.uint64)
+        non_ascii[live] |= col >= 128
+        low = col < 64
+        sig[live[low], 0] |= np.uint64(1) << col[low]
+        mid = (col >= 64) & (col < 128)
+        sig[live[mid], 1] |= np.uint64(1) << (col[mid] - np.uint64(64))
+    return sig, non_ascii
 
 
 def first_byte_candidates(first_ok: np.ndarray, vocab: Vocabulary) -> np.ndarray:
