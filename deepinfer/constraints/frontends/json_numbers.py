@@ -23,7 +23,8 @@ from deepinfer.constraints.ir import CharClass, Expr, alt, literal, optional, re
 DIGIT = CharClass.of([(48, 57)])
 NONZERO = CharClass.of([(49, 57)])
 SAFE_FLOAT = 2.0**53  # beyond this, a float's shortest repr and its exact value differ at integer level
-MAX_ENUMERATED = 4096  # multipleOf in a bounded range: at most this many values spelled out
+MAX_ENUMERATED = 4096
+MAX_ZEROS = 300  # "> 0" fractions: 0.(300 zeros)1 is still a positive double; 400 zeros is 0.0  # multipleOf in a bounded range: at most this many values spelled out
 INT_TEXT = alt(literal("0"), seq(NONZERO, repeat(DIGIT)))
 FRACTION = seq(literal("."), repeat(DIGIT, 1))
 EXPONENT = seq(CharClass.of([(69, 69), (101, 101)]), optional(CharClass.of([(43, 43), (45, 45)])), repeat(DIGIT, 1))
@@ -181,18 +182,20 @@ def number_text(b: Bounds) -> Expr:
         if v is not None and abs(v) >= SAFE_FLOAT:
             raise RangeError(f"bound {v!r} is too large to compare exactly")
     if b.hi is None and b.lo == 0:  # sign-only bounds keep the exponent forms
-        mantissa = alt(seq(literal("0."), repeat(literal("0")), NONZERO, repeat(DIGIT)),
+        if b.lo_excl:  # > 0: a tiny value must not underflow to 0.0, so no exponent and few zeros
+            return alt(seq(literal("0."), repeat(literal("0"), 0, MAX_ZEROS), NONZERO, repeat(DIGIT)),
                        seq(NONZERO, repeat(DIGIT), optional(FRACTION)))
-        if not b.lo_excl:
-            mantissa = alt(mantissa, seq(literal("0"), optional(FRACTION)))
-        return seq(mantissa, optional(EXPONENT))
+        mantissa = alt(literal("0"), seq(NONZERO, repeat(DIGIT)))
+        return seq(mantissa, optional(FRACTION), optional(EXPONENT))
     lo = None if b.lo is None else _decimal_bound(b.lo, b.lo_excl, up=True)
     hi = None if b.hi is None else _decimal_bound(b.hi, b.hi_excl, up=False)
-    if lo is not None and hi is not None and lo > hi:
+    hi_zero_excl = b.hi is not None and b.hi == 0 and b.hi_excl
+    if lo is not None and hi is not None and (lo > hi or lo == hi == 0 and (b.lo_excl or hi_zero_excl)):
         return ir.NOTHING
     parts = []
-    if hi is None or hi >= 0:
-        parts.append(_nonneg_decimal(max(lo, Decimal(0)) if lo is not None else Decimal(0), hi))
+    if hi is None or hi > 0 or (hi == 0 and not hi_zero_excl):
+        lo_pos = max(lo, Decimal(0)) if lo is not None else Decimal(0)
+        parts.append(_nonneg_decimal(lo_pos, hi, lo_excl=lo_pos == 0 and b.lo == 0 and b.lo_excl))
     if lo is None or lo < 0:
         # negative values: "-" then |x| in (0 or -hi, -lo]; "-0" forms are left out
         small = -hi if hi is not None and hi < 0 else Decimal(0)
@@ -208,7 +211,7 @@ def _decimal_bound(v, excl: bool, up: bool) -> Decimal:
         if not excl:
             return Decimal(v)
         v = float(v)
-    if excl:
+    if excl and v != 0:  # (an exclusive 0 stays 0: the callers exclude it themselves)
         v = math.nextafter(float(v), math.inf if up else -math.inf)
     return Decimal(repr(float(v)))
 
@@ -269,7 +272,7 @@ class _FractionDP:
         if th and i >= len(self.hi):
             return repeat(literal("0"), 1) if not self.hi_excl and not tl else ir.NOTHING
         if tl and i >= len(self.lo) and not th:  # strictly above zeros: some nonzero digit
-            return seq(repeat(literal("0")), NONZERO, repeat(DIGIT))
+            return seq(repeat(literal("0"), 0, MAX_ZEROS), NONZERO, repeat(DIGIT))
         parts = []
         for c in range(10):
             ld = int(self.lo[i]) if tl and i < len(self.lo) else 0

@@ -44,8 +44,10 @@ class Whitespace:
                 # json.dumps(indent=...) and pretty printers: one line break, then indentation
                 newline = alt(literal("\n"), literal("\r\n"))
                 self.ws = seq(optional(newline), repeat(CharClass.of([(9, 9), (32, 32)]), 0, MAX_INDENT))
-            self.comma = seq(self.ws, literal(","), self.ws)
-            self.colon = seq(self.ws, literal(":"), self.ws)
+            # whitespace goes after separators only: json.dumps and pretty printers never put it
+            # before "," or ":", and one run per gap keeps the automaton small
+            self.comma = seq(literal(","), self.ws)
+            self.colon = seq(literal(":"), self.ws)
 
     def open(self, bracket: str) -> Expr:
         return seq(literal(bracket), self.ws)
@@ -64,8 +66,14 @@ def encode_codepoints(cls: CharClass) -> Expr:
     """
     plain = _intersect(cls.ranges, PLAIN.ranges)
     parts: list[Expr] = [CharClass(plain)] if plain else []
-    for lo, hi in _intersect(cls.ranges, ((0, 0x1F), (_QUOTE, _QUOTE), (_BACKSLASH, _BACKSLASH))):
-        for cp in range(lo, hi + 1):
+    controls = _intersect(cls.ranges, ((0, 0x1F),))
+    if controls == ((0, 0x1F),):  # every control character: one compact \u00XX form
+        parts.append(seq(literal("\\u00"), CharClass.of([(48, 49)]), HEX))
+        parts.extend(literal(_NAMED_ESCAPES[cp]) for cp in (8, 9, 10, 12, 13))
+    else:
+        parts.extend(_escapes(cp) for lo, hi in controls for cp in range(lo, hi + 1))
+    for cp in (_QUOTE, _BACKSLASH):
+        if cls.contains(cp):
             parts.append(_escapes(cp))
     if cls.contains(ord("/")):
         parts.append(literal("\\/"))

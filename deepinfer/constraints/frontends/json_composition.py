@@ -1,0 +1,218 @@
+"""`anyOf`, `oneOf`, `not` and `if`/`then`/`else` as unions of normalized schemas.
+
+Owns the boolean algebra: a composite schema becomes a list of alternatives
+(normalized dicts, see json_merge) whose union is exactly its valid set.
+`oneOf` branch i is `base ∧ b_i ∧ ¬b_j` for every j not provably disjoint from
+it; `if` becomes `(c ∧ then) ∨ (¬c ∧ else)`. Negation is by De Morgan over a
+schema's keywords, each negated within its instance type (e.g. ¬required[a,b]
+is "an object without all of a, b"); keywords whose negation is not regular or
+not implemented are reported through `Lowerer.unsupported`. Knows nothing
+about IR beyond handing alternatives back to the Lowerer.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from deepinfer.constraints import ir
+from deepinfer.constraints.ir import Expr, alt
+
+from .json_merge import TYPES, canon, synthetic, type_set
+from .json_refs import Node
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .json_schema import Lowerer
+
+MAX_ALTERNATIVES = 256
+_COMPOSITE = ("anyOf", "oneOf", "not", "if", "then", "else")
+_NUMERIC = frozenset({"number", "integer"})
+# keyword -> (types it applies to, negated keyword, transform of the value)
+_BOUND_NEGATIONS = {
+    "minimum": (_NUMERIC, "exclusiveMaximum", lambda v: v),
+    "exclusiveMinimum": (_NUMERIC, "maximum", lambda v: v),
+    "maximum": (_NUMERIC, "exclusiveMinimum", lambda v: v),
+    "exclusiveMaximum": (_NUMERIC, "minimum", lambda v: v),
+    "minLength": (frozenset({"string"}), "maxLength", lambda v: v - 1),
+    "maxLength": (frozenset({"string"}), "minLength", lambda v: v + 1),
+    "minItems": (frozenset({"array"}), "maxItems", lambda v: v - 1),
+    "maxItems": (frozenset({"array"}), "minItems", lambda v: v + 1),
+    "minProperties": (frozenset({"object"}), "maxProperties", lambda v: v - 1),
+    "maxProperties": (frozenset({"object"}), "minProperties", lambda v: v + 1),
+}
+
+
+def value_types(values) -> frozenset:
+    out = set()
+    for v in values:
+        if v is None:
+            out.add("null")
+        elif isinstance(v, bool):
+            out.add("boolean")
+        elif isinstance(v, (int, float)):
+            out |= {"number", "integer"} if float(v).is_integer() else {"number"}
+        elif isinstance(v, str):
+            out.add("string")
+        elif isinstance(v, list):
+            out.add("array")
+        else:
+            out.add("object")
+    return frozenset(out)
+
+
+def effective_types(d: dict) -> frozenset:
+    types = set(type_set(d))
+    if "number" in types:
+        types.add("integer")
+    if "enum" in d:
+        types &= value_types(d["enum"])
+    return frozenset(types)
+
+
+class Composition:
+    def __init__(self, lowerer: "Lowerer"):
+        self.lw = lowerer
+
+    def lower(self, d: dict, node: Node) -> Expr:
+        alts = [{k: v for k, v in d.items() if k not in _COMPOSITE}]
+        if "not" in d:
+            alts = self._each(alts, lambda a: self.negate(a, d["not"], f"{node.ptr}/not"), node)
+        if "if" in d:
+            alts = self._each(alts, lambda a: self.if_then_else(a, d, node), node)
+        if "anyOf" in d:
+            alts = self._each(alts, lambda a: [self.lw.merged(a, self.lw.normalize(b), b) for b in d["anyOf"]],
+                              node)
+        if "oneOf" in d:
+            branches = d["oneOf"]
+            alts = self._each(alts, lambda a: [x for i in range(len(branches))
+                                               for x in self.one_of(a, i, branches, node)], node)
+        return alt(*(self.lw.lower_normal(a, node) for a in alts if a is not False)) if alts else ir.NOTHING
+
+    def _each(self, alts, step, node: Node) -> list:
+        out = [x for a in alts if a is not False for x in step(a) if x is not False]
+        if len(out) > MAX_ALTERNATIVES:
+            raise self.lw.fail(node.ptr, f"composition expands to more than {MAX_ALTERNATIVES} alternatives")
+        return out
+
+    # ---------------------------------------------------------------- oneOf
+    def one_of(self, base: dict, i: int, branches: list[Node], node: Node) -> list:
+        mine = self.lw.merged(base, self.lw.normalize(branches[i]), branches[i])
+        alts = [mine]
+        for j, other in enumerate(branches):
+            if j == i:
+                continue
+            theirs = self.lw.merged(base, self.lw.normalize(other), other)
+            alts = [y for a in alts for y in
+                    ([a] if self.disjoint(a, theirs) else self.negate(a, other, f"{node.ptr}/oneOf/{j}"))
+                    if y is not False]
+        return alts
+
+    def disjoint(self, a, b, depth: int = 0) -> bool:
+        """True if no instance is valid against both normalized schemas (conservative)."""
+        if a is False or b is False:
+            return True
+        if a is True or b is True or depth > 4:
+            return False
+        common = effective_types(a) & effective_types(b)
+        if not common:
+            return True
+        for x, y in ((a, b), (b, a)):
+            if "enum" in x and not [v for v in x["enum"] if all(self.lw.valid(v, s) for s in y["_sources"])]:
+                return True
+        if common <= {"object"}:
+            return self._objects_disjoint(a, b, depth)
+        return False
+
+    def _objects_disjoint(self, a: dict, b: dict, depth: int) -> bool:
+        for x, y in ((a, b), (b, a)):
+            for name in x.get("required", []):
+                view = _view(y, name)
+                if view is not None and self.lw.normalize(view) is False:
+                    return True
+                if name in y.get("required", []):
+                    vx, vy = _view(x, name), _view(y, name)
+                    if vx is not None and vy is not None and self.disjoint(
+                            self.lw.normalize(vx), self.lw.normalize(vy), depth + 1):
+                        return True
+        return False
+
+    # ------------------------------------------------------------ if / then
+    def if_then_else(self, d: dict, full: dict, node: Node) -> list:
+        cond = full["if"]
+        yes = self.lw.merged(d, self.lw.normalize(cond), cond)
+        if "then" in full:
+            yes = self.lw.merged(yes, self.lw.normalize(full["then"]), full["then"])
+        noes = self.negate(d, cond, f"{node.ptr}/if")
+        if "else" in full:
+            noes = [self.lw.merged(n, self.lw.normalize(full["else"]), full["else"]) for n in noes]
+        return [yes, *noes]
+
+    # ------------------------------------------------------------------ not
+    def negate(self, d: dict, neg: Node, ptr: str) -> list:
+        """Alternatives whose union is d ∧ ¬neg."""
+        n = self.lw.normalize(neg)
+        if n is False:
+            return [d]
+        if n is True:
+            return []
+        keys = [k for k in n if not k.startswith("_")]
+        if not keys:
+            return []
+        if keys == ["not"]:
+            return [self.lw.merged(d, self.lw.normalize(n["not"]), n["not"])]
+        if keys == ["anyOf"]:
+            alts = [d]
+            for branch in n["anyOf"]:
+                alts = [y for a in alts for y in self.negate(a, branch, ptr) if y is not False]
+            return alts
+        out = []
+        for key in keys:
+            out.extend(self._negate_keyword(d, n, key, ptr))
+        return [a for a in out if a is not False and type_set(a)]
+
+    def _negate_keyword(self, d: dict, n: dict, key: str, ptr: str) -> list:
+        value = n[key]
+        if key == "type":
+            if "integer" in value and "number" not in value and "number" in type_set(d):
+                self.lw.unsupported(f"{ptr}/type", "not", "'not integer' on numbers is not regular")
+                return [d]
+            return [_with_types(d, type_set(d) - value - ({"integer"} if "number" in value else set()))]
+        if key == "enum":
+            out = dict(d)
+            out["_not_enum"] = list(d.get("_not_enum", [])) + list(value)
+            return [out]
+        if key == "required":
+            out = _with_types(d, type_set(d) & {"object"})
+            out["_forbid"] = list(d.get("_forbid", [])) + [list(value)]
+            return [_with_types(d, type_set(d) - {"object"}), out]
+        if key == "properties":
+            alts = [_with_types(d, type_set(d) - {"object"})]
+            for name, sub in value.items():
+                a = _with_types(d, type_set(d) & {"object"})
+                a["required"] = list(dict.fromkeys(list(a.get("required", [])) + [name]))
+                props = dict(a.get("properties", {}))
+                props[name] = synthetic({"allOf": [x for x in (_view(d, name),) if x is not None]
+                                         + [synthetic({"not": sub}, sub)]}, sub)
+                a["properties"] = props
+                alts.append(a)
+            return alts
+        if key in _BOUND_NEGATIONS:
+            group, neg_key, transform = _BOUND_NEGATIONS[key]
+            inside = _with_types(d, type_set(d) & (group | ({"number"} if "integer" in group else set())))
+            inside = self.lw.merged(inside, {neg_key: transform(value), "_sources": []}, Node({}, ptr, ""))
+            return [_with_types(d, type_set(d) - group), inside]
+        self.lw.unsupported(f"{ptr}/{key}", "not", f"the negation of `{key}` is not enforced")
+        return [d]
+
+
+def _with_types(d: dict, types) -> dict:
+    out = dict(d)
+    out["type"] = frozenset(types)
+    return out
+
+
+def _view(schema: dict, name: str):
+    from .json_merge import _view as view
+    return view(schema, name)
+
+
+__all__ = ["Composition", "effective_types", "value_types", "canon", "TYPES"]

@@ -1,0 +1,236 @@
+"""Objects of a normalized JSON Schema -> IR.
+
+Owns the member grammar: declared properties in declaration order (required
+ones present, optional ones omittable), then additional members whose names
+are not declared names (exactly: a complemented trie of the declared names),
+with `patternProperties`, `additionalProperties` and `propertyNames` deciding
+which additional names and values are allowed. Presence constraints
+(`minProperties`/`maxProperties`, `dependentRequired`, required-only
+`dependentSchemas`, and `not: {required}` from composition as `_forbid`) are
+enforced by a small state machine over the declared properties, unrolled into
+the IR. Knows nothing about arrays, scalars or refs.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from deepinfer.constraints import ir
+from deepinfer.constraints.ir import Expr, alt, optional, repeat, seq
+
+from .json_merge import synthetic
+from .json_numbers import words
+from .json_pattern import PatternError, minus_words, parse_pattern
+from .json_refs import Node
+from .json_scalars import not_in
+from .json_text import ANY_CHAR, encode_expr, encode_text, quoted
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .json_schema import Lowerer
+
+MAX_COUNTED_OPTIONAL = 10  # min/maxProperties > 1 unroll 2^k paths over this many optional members
+
+
+def lower_object(lw: "Lowerer", d: dict, node: Node) -> Expr:
+    return _ObjectLowering(lw, d, node).expr()
+
+
+class _ObjectLowering:
+    def __init__(self, lw: "Lowerer", d: dict, node: Node):
+        self.lw, self.d, self.node, self.ptr = lw, d, node, node.ptr
+        self.ws = lw.ws
+        self.props: dict[str, Node] = d.get("properties", {})
+        self.required = list(d.get("required", []))
+        self.pp: dict[str, Node] = d.get("patternProperties", {})
+        self.addl: Node | None = d.get("additionalProperties")
+        self.min_p = int(d.get("minProperties", 0))
+        self.max_p = d.get("maxProperties")
+        self.dep_req = {k: list(v) for k, v in d.get("dependentRequired", {}).items()}
+        self.forbid = [list(f) for f in d.get("_forbid", [])]
+        self._dependent_schemas()
+
+    def _dependent_schemas(self) -> None:
+        for name, sub in self.d.get("dependentSchemas", {}).items():
+            nd = self.lw.normalize(sub)
+            if nd is True:
+                continue
+            if nd is False:
+                self.forbid.append([name])
+                continue
+            keys = {k for k in nd if not k.startswith("_")}
+            if keys <= {"required"}:
+                self.dep_req.setdefault(name, []).extend(nd.get("required", []))
+            else:
+                self.lw.unsupported(f"{self.ptr}/dependentSchemas/{name}", "dependentSchemas",
+                                    f"only required-only dependent schemas are enforced, not {sorted(keys)}")
+
+    # ------------------------------------------------------------- members
+    def expr(self) -> Expr:
+        names = list(self.props)
+        extra = self.required + [k for k in self.dep_req] + [v for vs in self.dep_req.values() for v in vs]
+        extra += [n for f in self.forbid for n in f]
+        names += [n for n in dict.fromkeys(extra) if n not in self.props]
+        self.names = names
+        self.members = []
+        for name in names:
+            member = self._member(name)
+            if member == ir.NOTHING and name in self.required:
+                return ir.NOTHING
+            self.members.append(member)
+        tracked = {n for f in self.forbid for n in f} | set(self.dep_req) | \
+            {v for vs in self.dep_req.values() for v in vs}
+        self.tracked = [n for n in names if n in tracked]
+        self.cap = max(self.min_p, (self.max_p + 1) if self.max_p is not None else 0)
+        optional_count = sum(1 for n in names if n not in self.required)
+        if self.cap > 1 and optional_count > MAX_COUNTED_OPTIONAL:
+            self.lw.unsupported(f"{self.ptr}/minProperties", "minProperties",
+                                f"min/maxProperties over {optional_count} optional properties")
+            self.cap = 0
+        self.additional = self._additional()
+        body = self._state(0, True, 0, frozenset())
+        if body == ir.NOTHING:
+            return ir.NOTHING
+        return seq(self.ws.open("{"), body, self.ws.close("}"))
+
+    def _member(self, name: str) -> Expr:
+        schemas = [self.props[name]] if name in self.props else []
+        matches = [n for p, n in self.pp.items() if _search(p, name)]
+        if not schemas and not matches and self.addl is not None:
+            schemas = [self.addl]
+        schemas += matches
+        names_schema = self.d.get("propertyNames")
+        if names_schema is not None and not self.lw.valid(name, names_schema):
+            return ir.NOTHING
+        if not schemas:
+            value = self.lw.any_value()
+        elif len(schemas) == 1:
+            value = self.lw.lower(schemas[0])
+        else:
+            value = self.lw.lower(synthetic({"allOf": schemas}, schemas[0]))
+        if value == ir.NOTHING:
+            return ir.NOTHING
+        return seq(quoted(encode_text(name)), self.ws.colon, value)
+
+    def _additional(self) -> Expr:
+        """One additional member (name not declared), or NOTHING."""
+        addl_norm = self.lw.normalize(self.addl) if self.addl is not None else True
+        values: list[Node] = [self.addl] if self.addl is not None and addl_norm is not True else []
+        if self.pp:
+            pp_values = [n for n in self.pp.values() if self.lw.normalize(n) is not True]
+            if addl_norm is False:
+                key_lang = alt(*(self._pattern_minus_declared(p) for p in self.pp))
+                values = pp_values if len(pp_values) <= 1 else pp_values
+                if len(pp_values) > 1:
+                    self.lw.note(f"{self.ptr or '/'}/patternProperties: additional members satisfy every "
+                                 f"pattern's schema (sound; overlapping patterns are not computed)")
+            else:
+                key_lang = not_in(self.names)
+                if pp_values:
+                    self.lw.note(f"{self.ptr or '/'}/patternProperties: undeclared members satisfy the "
+                                 f"pattern schemas whatever their name (sound, not exact)")
+                values = values + pp_values
+        elif addl_norm is False:
+            return ir.NOTHING
+        else:
+            key_lang = not_in(self.names)
+        key_lang = self._property_names(key_lang)
+        if key_lang == ir.NOTHING:
+            return ir.NOTHING
+        if not values:  # undeclared members: unconstrained values, one level less deep
+            value = self.lw.any_value(self.lw.additional_depth())
+        elif len(values) == 1:
+            value = self.lw.lower(values[0])
+        else:
+            value = self.lw.lower(synthetic({"allOf": values}, values[0]))
+        if value == ir.NOTHING:
+            return ir.NOTHING
+        return seq(quoted(encode_expr(key_lang)), self.ws.colon, value)
+
+    def _pattern_minus_declared(self, pattern: str) -> Expr:
+        try:
+            lang = parse_pattern(pattern)
+        except PatternError as exc:
+            self.lw.unsupported(f"{self.ptr}/patternProperties", "patternProperties", f"{pattern!r}: {exc}")
+            return ir.NOTHING
+        return minus_words(lang, [n for n in self.names if _search(pattern, n)])
+
+    def _property_names(self, key_lang: Expr) -> Expr:
+        """Additional names must also be valid `propertyNames` (pattern or enum forms)."""
+        pn = self.d.get("propertyNames")
+        if pn is None:
+            return key_lang
+        n = self.lw.normalize(pn)
+        if n is True:
+            return key_lang
+        if n is False:
+            return ir.NOTHING
+        keys = {k for k in n if not k.startswith("_")}
+        if keys <= {"type", "enum"} and "enum" in n:
+            names = [v for v in n["enum"] if isinstance(v, str) and v not in self.names]
+            if key_lang != not_in(self.names):
+                self.lw.unsupported(f"{self.ptr}/propertyNames", "propertyNames",
+                                    "propertyNames enum together with patternProperties")
+            return words(names) if names else ir.NOTHING
+        if keys <= {"type", "pattern"} and "pattern" in n and key_lang == not_in(self.names):
+            try:
+                return minus_words(parse_pattern(n["pattern"]), self.names)
+            except PatternError as exc:
+                self.lw.unsupported(f"{self.ptr}/propertyNames", "propertyNames", str(exc))
+                return key_lang
+        self.lw.unsupported(f"{self.ptr}/propertyNames", "propertyNames",
+                            f"propertyNames with {sorted(keys)} is not enforced here")
+        return key_lang
+
+    # --------------------------------------------------- presence machine
+    def _state(self, i: int, first: bool, count: int, bits: frozenset) -> Expr:
+        return self._memo(i, first, count, bits)
+
+    @lru_cache(maxsize=None)
+    def _memo(self, i: int, first: bool, count: int, bits: frozenset) -> Expr:
+        if i == len(self.names):
+            return self._tail(first, count, bits)
+        name, member = self.names[i], self.members[i]
+        comma = ir.EMPTY if first else self.ws.comma
+        tracked = name in self.tracked
+        nbits = bits | {name} if tracked else bits
+        ncount = min(count + 1, self.cap)
+        if name in self.required:
+            return seq(comma, member, self._state(i + 1, False, ncount, nbits))
+        if member == ir.NOTHING:
+            return self._state(i + 1, first, count, bits)
+        if not first and not tracked and ncount == count:  # both branches meet: factor
+            return seq(optional(seq(comma, member)), self._state(i + 1, False, count, bits))
+        emit = seq(comma, member, self._state(i + 1, False, ncount, nbits))
+        return alt(emit, self._state(i + 1, first, count, bits))
+
+    def _tail(self, first: bool, count: int, bits: frozenset) -> Expr:
+        for group in self.forbid:
+            if all(n in bits for n in group):
+                return ir.NOTHING
+        for key, needed in self.dep_req.items():
+            if key in bits and not all(n in bits for n in needed):
+                return ir.NOTHING
+        lo = max(self.min_p - count, 0)
+        hi = None if self.max_p is None else self.max_p - count
+        if count >= self.cap and self.max_p is not None:
+            hi = -1  # already more than maxProperties
+        if hi is not None and hi < lo:
+            return ir.NOTHING
+        if self.additional == ir.NOTHING:
+            return ir.EMPTY if lo == 0 else ir.NOTHING
+        rest = seq(self.ws.comma, self.additional)
+        if not first:
+            return repeat(rest, lo, hi)
+        some = seq(self.additional, repeat(rest, max(lo - 1, 0), None if hi is None else hi - 1))
+        if hi == 0:
+            return ir.EMPTY
+        return some if lo > 0 else optional(some)
+
+
+def _search(pattern: str, name: str) -> bool:
+    try:
+        return re.search(pattern, name) is not None
+    except re.error:
+        return False

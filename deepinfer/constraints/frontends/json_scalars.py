@@ -1,0 +1,147 @@
+"""Strings and numbers of a normalized JSON Schema -> IR.
+
+Owns `minLength`/`maxLength`/`pattern`/`format` (a regular language over the
+decoded characters, then JSON-encoded character by character), numeric bounds
+and `multipleOf` (via json_numbers), and excluded values (`_not_enum`, from
+`not: {enum}` and `oneOf`). Knows nothing about objects, arrays or refs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from deepinfer.constraints import ir
+from deepinfer.constraints.ir import CharClass, Expr, alt, literal, repeat, seq
+
+from .json_formats import format_expr
+from .json_numbers import Bounds, RangeError, integer_bounds, int_range, integer_text, number_text
+from .json_pattern import PatternError, bound_length, minus_words, parse_pattern
+from .json_refs import Node
+from .json_text import ANY_CHAR, STRING_CHAR, encode_expr, quoted
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .json_schema import Lowerer
+
+
+def lower_string(lw: "Lowerer", d: dict, node: Node) -> Expr:
+    ptr = node.ptr
+    lo = int(d.get("minLength", 0))
+    hi = d.get("maxLength")
+    hi = None if hi is None else int(hi)
+    if hi is not None and hi < lo:
+        return ir.NOTHING
+    language: Expr | None = None
+    if "pattern" in d:
+        try:
+            language = parse_pattern(d["pattern"])
+        except PatternError as exc:
+            lw.unsupported(f"{ptr}/pattern", "pattern", f"{d['pattern']!r}: {exc}")
+    fmt = d.get("format")
+    if isinstance(fmt, str):
+        known = format_expr(fmt)
+        if known is None:
+            lw.note(f"format {fmt!r} at {ptr or '/'}/format is not enforced (unknown format: annotation)")
+        elif language is not None:
+            lw.unsupported(f"{ptr}/format", "format",
+                           f"format {fmt!r} together with a pattern (their intersection is not computed)")
+        else:
+            language = known
+    excluded = [v for v in d.get("_not_enum", []) if isinstance(v, str)]
+    if language is None and not excluded:
+        return quoted(repeat(STRING_CHAR, lo, hi))
+    if language is None:
+        language = repeat(ANY_CHAR)
+    if excluded:
+        language = _minus_words(lw, language, excluded, ptr)
+    if lo or hi is not None:
+        language, exact = bound_length(language, lo, hi)
+        if not exact:
+            lw.note(f"{ptr or '/'}: minLength/maxLength with this pattern are enforced with per-part "
+                    f"length budgets (sound; some long valid strings are excluded)")
+    return quoted(encode_expr(language))
+
+
+def _minus_words(lw: "Lowerer", language: Expr, words: list[str], ptr: str) -> Expr:
+    """language minus a finite set of strings (exact when the language is 'any string')."""
+    if language == repeat(ANY_CHAR):
+        return not_in(words)
+    return minus_words(language, words)
+
+
+def not_in(words) -> Expr:
+    """Every string except the given ones (a complemented trie)."""
+    trie: dict = {}
+    for w in words:
+        node = trie
+        for ch in w:
+            node = node.setdefault(ch, {})
+        node[""] = True
+    return _not_in_node(trie)
+
+
+def _not_in_node(node: dict) -> Expr:
+    children = {ch: sub for ch, sub in node.items() if ch}
+    parts = [] if "" in node else [ir.EMPTY]
+    others = CharClass.of([(ord(c), ord(c)) for c in children], negated=True)
+    if not others.is_empty():
+        parts.append(seq(others, repeat(ANY_CHAR)))
+    for ch, sub in children.items():
+        parts.append(seq(literal(ch), _not_in_node(sub)))
+    return alt(*parts)
+
+
+def lower_number(lw: "Lowerer", d: dict, node: Node, integer: bool) -> Expr:
+    ptr = node.ptr
+    bounds = _bounds(d)
+    excluded = [v for v in d.get("_not_enum", []) if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    mult = d.get("multipleOf")
+    if mult is not None and not integer:
+        if isinstance(mult, (int, float)) and float(mult).is_integer() and mult > 0:
+            integer = True  # a multiple of an integer: only integral numbers are generated
+        else:
+            lw.unsupported(f"{ptr}/multipleOf", "multipleOf",
+                           f"multipleOf {mult!r} on non-integers (float division is not regular)")
+            mult = None
+    try:
+        if integer:
+            if excluded:
+                return _integers_except(lw, bounds, mult, excluded, ptr)
+            return integer_text(bounds, mult)
+        if excluded:
+            lw.unsupported(f"{ptr}/not", "not", "excluding values from non-integer numbers")
+        return number_text(bounds)
+    except RangeError as exc:
+        keyword = "multipleOf" if mult is not None else "minimum"
+        lw.unsupported(f"{ptr}/{keyword}", keyword, str(exc))
+        return integer_text(bounds) if integer else number_text(Bounds())
+
+
+def _integers_except(lw, bounds: Bounds, mult, excluded, ptr) -> Expr:
+    if mult is not None:
+        lw.unsupported(f"{ptr}/not", "not", "excluding values together with multipleOf")
+        return integer_text(bounds, mult)
+    lo, hi = integer_bounds(bounds)
+    points = sorted({int(v) for v in excluded if float(v).is_integer()})
+    parts, start = [], lo
+    for p in points:
+        if (lo is not None and p < lo) or (hi is not None and p > hi):
+            continue
+        parts.append(int_range(start, p - 1))
+        start = p + 1
+    parts.append(int_range(start, hi))
+    return alt(*parts)
+
+
+def _bounds(d: dict) -> Bounds:
+    lo, lo_excl, hi, hi_excl = None, False, None, False
+    for key, excl in (("minimum", False), ("exclusiveMinimum", True)):
+        v = d.get(key)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            if lo is None or v > lo or (v == lo and excl):
+                lo, lo_excl = v, excl
+    for key, excl in (("maximum", False), ("exclusiveMaximum", True)):
+        v = d.get(key)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            if hi is None or v < hi or (v == hi and excl):
+                hi, hi_excl = v, excl
+    return Bounds(lo, lo_excl, hi, hi_excl)

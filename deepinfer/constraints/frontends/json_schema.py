@@ -1,0 +1,250 @@
+"""JSON Schema -> grammar IR (the entry point `lower_json_schema`).
+
+Owns the walk over a schema: loading (dict, JSON text, Pydantic model class),
+`$ref` rules (recursive references become RuleRef cycles; each target is one
+rule), composition (`enum`/`const`, `anyOf`, `oneOf` when its branches are
+provably disjoint, `not` and `if`/`then`/`else` in the forms that can be
+enforced) and dispatch by `type` to the object, array and scalar lowerings.
+Fail closed: a validation keyword that is not enforced raises ConstraintError
+naming the keyword and its JSON pointer, unless `strict=False` (or a list of
+keyword names) allows skipping it, which is then recorded in
+`Grammar.annotations`. Knows nothing about tokens or automata.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from deepinfer.constraints import ir
+from deepinfer.constraints.errors import ConstraintError
+from deepinfer.constraints.ir import Expr, alt, literal
+
+from . import json_arrays, json_objects, json_scalars
+from .json_composition import Composition
+from .json_merge import TYPES, MergeError, Normalizer, canon, merge, synthetic, type_set
+from .json_refs import Node, RefError, Refs
+from .json_text import Whitespace, any_string, value_text
+from .json_numbers import NUMBER_TEXT
+
+DEFAULT_ANY_DEPTH = 2  # unconstrained values nest this deep when recursion is not wanted
+_TYPE_KEYWORDS = {
+    "string": {"minLength", "maxLength", "pattern", "format"},
+    "number": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
+    "object": {"properties", "patternProperties", "additionalProperties", "propertyNames",
+               "minProperties", "maxProperties", "required", "dependentRequired", "dependentSchemas"},
+    "array": {"items", "prefixItems", "contains", "minContains", "maxContains", "minItems", "maxItems",
+              "uniqueItems"},
+}
+_UNSUPPORTED = {"$dynamicRef", "$recursiveRef", "unevaluatedProperties", "unevaluatedItems"}
+
+
+def lower_json_schema(schema, *, whitespace: str = "default", strict: bool | list[str] = True,
+                      any_depth: int | None = DEFAULT_ANY_DEPTH) -> ir.Grammar:
+    """Lower a JSON Schema (dict, JSON text or Pydantic model class) to an IR grammar.
+
+    whitespace: "default" (json.dumps/pretty-printer whitespace, bounded runs), "compact"
+    (none) or "unbounded". strict: True fails on any keyword that is not enforced; False
+    (or a list of keyword names) skips those (all, or the named ones) and records them in
+    `Grammar.annotations`. any_depth: how deep unconstrained values (`{}`, `true`) may
+    nest; None makes them recursive (context-free back end).
+    """
+    lowerer = Lowerer(load_schema(schema), Whitespace(whitespace), strict, any_depth)
+    return lowerer.grammar()
+
+
+def load_schema(schema) -> Any:
+    if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
+        return schema.model_json_schema()
+    if isinstance(schema, (str, bytes)):
+        try:
+            return json.loads(schema)
+        except json.JSONDecodeError as exc:
+            raise ConstraintError(f"JSON Schema is not valid JSON: {exc}") from None
+    if isinstance(schema, (dict, bool)):
+        return schema
+    raise ConstraintError(f"JSON Schema must be a dict, JSON text or Pydantic model class, "
+                          f"not {type(schema).__name__}")
+
+
+class Lowerer:
+    def __init__(self, root, ws: Whitespace, strict, any_depth: int | None):
+        self.ws = ws
+        self.strict = strict
+        self.any_depth = any_depth
+        self.refs = Refs(root)
+        self.norm = Normalizer(self.refs)
+        self.rules: dict[str, Expr] = {"start": ir.EMPTY}
+        self.annotations: list[str] = []
+        self._ref_rules: dict[tuple[int, str], str] = {}
+        self._empty_rules: set[str] = set()
+        self._validators: dict[str, Any] = {}
+        self.composition = Composition(self)
+        self._counter = 0
+
+    # ----------------------------------------------------------------- entry
+    def grammar(self) -> ir.Grammar:
+        body = self.lower(self.refs.root)
+        if body == ir.NOTHING:
+            raise ConstraintError("JSON Schema is unsatisfiable: no JSON value is valid against it")
+        self.rules["start"] = body
+        return ir.Grammar(self.rules, "start", list(dict.fromkeys(self.annotations)))
+
+    def fail(self, ptr: str, message: str) -> ConstraintError:
+        return ConstraintError(f"JSON Schema {ptr or '/'}: {message}")
+
+    def unsupported(self, ptr: str, keyword: str, message: str) -> None:
+        """A keyword that is not enforced: error, or (strict=False / named) a recorded skip."""
+        allowed = self.strict is False or (not isinstance(self.strict, bool) and keyword in self.strict)
+        if not allowed:
+            raise self.fail(ptr, f"`{keyword}` is not enforced: {message}")
+        self.annotations.append(f"skipped {ptr}: {message}")
+
+    def note(self, text: str) -> None:
+        self.annotations.append(text)
+
+    def fresh(self, stem: str) -> str:
+        self._counter += 1
+        return f"{stem}_{self._counter}"
+
+    # ------------------------------------------------------------- lowering
+    def lower(self, node: Node) -> Expr:
+        """The JSON text language of the values valid against `node`."""
+        s = node.schema
+        if s is True or s == {} or (isinstance(s, dict) and not set(s) & _all_validation()):
+            return self.any_value()
+        if s is False:
+            return ir.NOTHING
+        if isinstance(s, dict) and "$ref" in s and not (set(s) & (set(_all_validation()) - {"$ref"})):
+            return self.ref_rule(node, s["$ref"])
+        return self.lower_normal(self.normalize(node), node)
+
+    def normalize(self, node: Node) -> dict | bool:
+        try:
+            return self.norm.normalize(node)
+        except MergeError as exc:
+            raise self.fail(exc.ptr, str(exc)) from None
+        except RefError as exc:
+            raise self.fail(node.ptr, str(exc)) from None
+
+    def merged(self, a: dict | bool, b: dict | bool, where: Node) -> dict | bool:
+        try:
+            return merge(a, b, where)
+        except MergeError as exc:
+            raise self.fail(exc.ptr, str(exc)) from None
+
+    def ref_rule(self, node: Node, ref) -> Expr:
+        try:
+            target = self.refs.resolve(ref, node.base)
+        except RefError as exc:
+            raise self.fail(node.ptr + "/$ref", str(exc)) from None
+        key = (id(target.schema), target.base + "#" + target.ptr)
+        name = self._ref_rules.get(key)
+        if name is None:
+            name = self._ref_rules[key] = self._rule_name(target)
+            self.rules[name] = ir.NOTHING  # placeholder while the body is lowered (recursion)
+            body = self.lower(target)
+            self.rules[name] = body
+            if body == ir.NOTHING:
+                self._empty_rules.add(name)
+        if name in self._empty_rules:
+            return ir.NOTHING
+        return ir.RuleRef(name)
+
+    def _rule_name(self, target: Node) -> str:
+        tail = re.sub(r"[^A-Za-z0-9_]+", "_", target.ptr.rsplit("/", 1)[-1]).strip("_") or "root"
+        name = f"def_{tail}"
+        while name in self.rules:
+            name = self.fresh(f"def_{tail}")
+        return name
+
+    def lower_normal(self, d: dict | bool, node: Node) -> Expr:
+        """Lower a normalized schema (see json_merge)."""
+        if d is True:
+            return self.any_value()
+        if d is False:
+            return ir.NOTHING
+        for key in _UNSUPPORTED & set(d):
+            self.unsupported(f"{node.ptr}/{key}", key, "not supported by this compiler")
+        if "enum" in d:
+            return self.lower_enum(d, node)
+        if any(k in d for k in ("anyOf", "oneOf", "not", "if")):
+            return self.composition.lower(d, node)
+        return self.lower_types(d, node)
+
+    def lower_enum(self, d: dict, node: Node) -> Expr:
+        values = [v for v in d["enum"] if all(self.valid(v, src) for src in d["_sources"])]
+        unique = {canon(v): v for v in values}
+        return alt(*(value_text(v, self.ws) for v in unique.values())) if unique else ir.NOTHING
+
+    def lower_types(self, d: dict, node: Node) -> Expr:
+        types = type_set(d)
+        parts = []
+        for t in TYPES:
+            if t not in types or (t == "integer" and "number" in types):
+                continue
+            if t == "null":
+                parts.append(literal("null"))
+            elif t == "boolean":
+                parts.append(alt(literal("true"), literal("false")))
+            elif t == "object":
+                parts.append(json_objects.lower_object(self, d, node))
+            elif t == "array":
+                parts.append(json_arrays.lower_array(self, d, node))
+            elif t == "string":
+                parts.append(json_scalars.lower_string(self, d, node))
+            else:
+                parts.append(json_scalars.lower_number(self, d, node, integer=t == "integer"))
+        return alt(*parts) if parts else ir.NOTHING
+
+    # ----------------------------------------------------------- utilities
+    def any_value(self, depth: int | None = None) -> Expr:
+        """Any JSON value (bounded nesting unless any_depth is None)."""
+        depth = self.any_depth if depth is None else depth
+        name = "any_json" if depth is None else f"any_json_{depth}"
+        if name not in self.rules:
+            self.rules[name] = ir.NOTHING
+            inner = ir.RuleRef(name) if depth is None else (self.any_value(depth - 1) if depth > 0 else None)
+            scalars = [literal("null"), literal("true"), literal("false"), NUMBER_TEXT, any_string()]
+            if inner is not None:
+                ws = self.ws
+                member = ir.seq(any_string(), ws.colon, inner)
+                scalars.append(ir.seq(ws.open("["), ir.optional(ir.seq(inner, ir.repeat(ir.seq(ws.comma, inner)))),
+                                      ws.close("]")))
+                scalars.append(ir.seq(ws.open("{"), ir.optional(ir.seq(member, ir.repeat(ir.seq(ws.comma, member)))),
+                                      ws.close("}")))
+            self.rules[name] = alt(*scalars)
+        return ir.RuleRef(name)
+
+    def additional_depth(self) -> int | None:
+        return None if self.any_depth is None else max(self.any_depth - 1, 0)
+
+    def valid(self, value, node: Node) -> bool:
+        """`jsonschema`'s verdict for `value` against a (possibly synthetic) Node."""
+        s = node.schema
+        if isinstance(s, dict) and any(isinstance(m, Node) for m in s.get("allOf", [])):
+            return all(self.valid(value, m) for m in s["allOf"])
+        validator = self._validator()
+        try:
+            sub = validator.evolve(schema=s)
+            if node.base != self.refs.root.base:
+                sub = validator.evolve(schema={"$id": node.base, **s}) if isinstance(s, dict) else sub
+            return sub.is_valid(value)
+        except Exception as exc:  # noqa: BLE001 - a schema jsonschema cannot evaluate
+            raise self.fail(node.ptr, f"cannot evaluate enum/const against this schema: {exc}") from None
+
+    def _validator(self):
+        v = self._validators.get("root")
+        if v is None:
+            import jsonschema
+
+            root = self.refs.root.schema
+            cls = jsonschema.validators.validator_for(root, default=jsonschema.Draft202012Validator)
+            v = self._validators["root"] = cls(root, format_checker=cls.FORMAT_CHECKER)
+        return v
+
+
+def _all_validation():
+    from .json_merge import VALIDATION
+    return VALIDATION
