@@ -41,8 +41,14 @@ async def require_api_key(request: Request) -> None:
                             "(or 'x-api-key: <key>')", code="invalid_api_key")
 
 
+ROUTES = frozenset({"/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/messages", "/v1/models",
+                    "/health", "/metrics"})
+
+
 class MetricsMiddleware:
-    """Counts requests by route and final status; tracks requests in flight."""
+    """Counts requests by route and final status; tracks requests in flight.
+
+    Unknown paths share the label "other", so a scanner cannot grow the label set."""
 
     def __init__(self, app, state: ServerState) -> None:
         self.app = app
@@ -64,7 +70,8 @@ class MetricsMiddleware:
             await self.app(scope, receive, send_wrapper)
         finally:
             metrics.in_flight -= 1
-            metrics.record_request(scope["path"], status["code"])
+            path = scope["path"]
+            metrics.record_request(path if path in ROUTES else "other", status["code"])
 
 
 def create_app(state: ServerState) -> FastAPI:
