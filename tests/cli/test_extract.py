@@ -37,7 +37,7 @@ def test_extract_files_folder_jsonl_and_stdin(model_dir, schema_file, tmp_path, 
     records.write_text(json.dumps({"id": 1, "text": "Carol loved it"}) + "\n\n" + json.dumps("Dan: awful") + "\n")
     monkeypatch.setattr("sys.stdin", io.StringIO("Eve says four stars"))
     code = main(["extract", "--model", str(model_dir), "--schema", str(schema_file), "--json-whitespace",
-                 "compact", "--max-tokens", "64", "--batch-size", "2", "--with-input",
+                 "compact", "--max-tokens", "48", "--batch-size", "3", "--with-input",
                  str(folder), str(records), "-"])
     out, err = capsys.readouterr()
     lines = [json.loads(line) for line in out.splitlines()]
