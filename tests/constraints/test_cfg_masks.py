@@ -301,10 +301,10 @@ def test_deepseek_walk_outputs_parse_with_lark(deepseek_compiler, deepseek_vocab
         compiled = deepseek_compiler.compile_grammar(name=name)
         parser = _lark_parser(name)
         rng = random.Random(11)
-        for _walk in range(6):
+        for _walk in range(4):
             m = Matcher(compiled)
             tokens: list[int] = []
-            for _ in range(25):
+            for _ in range(20):
                 allowed = m.allowed_token_ids()
                 if m.is_completed() and rng.random() < 0.5:
                     break
@@ -317,4 +317,4 @@ def test_deepseek_walk_outputs_parse_with_lark(deepseek_compiler, deepseek_vocab
             if m.is_completed():
                 finished += 1
                 parser.parse(deepseek_vocab.decode(tokens).decode("utf-8"))
-    assert finished >= 6
+    assert finished >= 4
