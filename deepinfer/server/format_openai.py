@@ -54,8 +54,23 @@ def resolve_tool_call(job: Job, result: ChoiceResult) -> None:
     if job.tool_mode == "none" or result.finish_reason not in ("stop", None):
         return
     result.tool_call = parse_tool_call(result.text, job.tools)
+    if job.tool_mode == "auto" and result.tool_call is not None and not _strict_ok(job, result.tool_call):
+        result.tool_call = None  # an unconstrained call that breaks a strict tool's schema stays text
     if job.tool_mode == "forced" and result.tool_call is None:
         raise APIError(500, "the forced tool call did not parse as JSON matching the tool schema")
+
+
+def _strict_ok(job: Job, call: tuple[str, dict]) -> bool:
+    import jsonschema
+
+    tool = next(t for t in job.tools if t.name == call[0])
+    if not tool.strict:
+        return True
+    try:
+        jsonschema.validate(call[1], tool.parameters)
+    except jsonschema.ValidationError:
+        return False
+    return True
 
 
 def tool_calls_json(call: tuple[str, dict], call_id: str, index: int | None = None) -> list[dict]:

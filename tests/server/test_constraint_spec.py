@@ -41,3 +41,18 @@ def test_forced_tool_schema_and_parsing():
     assert parse_tool_call('<tool_call>{"name": "b", "arguments": "{}"}</tool_call>', tools) == ("b", {})
     assert parse_tool_call('{"name": "zzz", "arguments": {}}', tools) is None
     assert parse_tool_call("hello", tools) is None
+
+
+def test_auto_mode_reports_a_strict_call_only_if_it_validates():
+    from deepinfer.server.format_openai import resolve_tool_call
+    from deepinfer.server.job import ChoiceResult, Job, Sampling
+
+    tool = ToolDecl("f", None, {"type": "object", "properties": {"n": {"type": "integer"}},
+                                "required": ["n"]}, strict=True)
+    job = Job(prompt_token_ids=[1], prompt_text="", sampling=Sampling(max_tokens=5), tool_mode="auto",
+              tools=[tool])
+    good = ChoiceResult(0, text='{"name": "f", "arguments": {"n": 1}}', finish_reason="stop")
+    bad = ChoiceResult(0, text='{"name": "f", "arguments": {"n": "x"}}', finish_reason="stop")
+    resolve_tool_call(job, good)
+    resolve_tool_call(job, bad)
+    assert good.tool_call == ("f", {"n": 1}) and bad.tool_call is None
