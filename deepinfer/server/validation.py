@@ -11,7 +11,9 @@ share one compiler.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
@@ -57,6 +59,8 @@ class ConstraintValidator:
         self.json_whitespace = json_whitespace
         self.on_compiled = on_compiled
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="constraint-compile")
+        # Refused constraints, so that a client retrying a bad schema costs no second compile.
+        self._refused: OrderedDict[tuple, str] = OrderedDict()
 
     async def validate(self, spec: ConstraintSpec | None) -> None:
         if spec is None:
@@ -65,20 +69,35 @@ class ConstraintValidator:
             raise bad_request(f"'{spec.source}': this server has no constraint compiler, so the "
                               "constraint cannot be enforced", param=spec.source, code="constraint_unsupported")
         check_schema(spec)
+        key = (spec.kind, spec.syntax, json.dumps(spec.value, sort_keys=True))
+        refused = self._refused.get(key)
+        if refused is None:
+            refused = await self._compile(spec)
+        if refused is not None:
+            self._remember(key, refused)
+            raise bad_request(f"'{spec.source}': {refused}", param=spec.source, code="invalid_constraint")
+
+    async def _compile(self, spec: ConstraintSpec) -> str | None:
+        """None if the constraint compiles, else the reason it does not."""
         start = time.perf_counter()
-        ok = False
+        problem = None
         try:
             await asyncio.get_running_loop().run_in_executor(self._pool, compile_spec, self.compiler, spec,
                                                              self.json_whitespace)
-            ok = True
         except UserError as exc:  # ConstraintError and friends: the user's constraint is at fault
-            raise bad_request(f"'{spec.source}': {exc}", param=spec.source, code="invalid_constraint") from None
+            problem = str(exc)
         except (ValueError, TypeError, RecursionError) as exc:
-            raise bad_request(f"'{spec.source}': cannot compile this {spec.kind.replace('_', ' ')}: {exc}",
-                              param=spec.source, code="invalid_constraint") from None
+            problem = f"cannot compile this {spec.kind.replace('_', ' ')}: {exc}"
         finally:
             if self.on_compiled is not None:
-                self.on_compiled(time.perf_counter() - start, ok)
+                self.on_compiled(time.perf_counter() - start, problem is None)
+        return problem
+
+    def _remember(self, key: tuple, problem: str) -> None:
+        self._refused[key] = problem
+        self._refused.move_to_end(key)
+        while len(self._refused) > 256:
+            self._refused.popitem(last=False)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

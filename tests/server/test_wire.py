@@ -83,3 +83,21 @@ def test_auth(keyed_server):
              **{"x-api-key": "sk-test"})
     assert r.status_code == 200, r.text
     assert httpx.get(keyed_server.url + "/metrics").status_code == 401
+
+
+def test_refused_constraints_are_remembered(server):
+    body = {"model": "tiny", "messages": [{"role": "user", "content": "hi"}],
+            "structured_outputs": {"grammar": 'start: "a" undefined_rule_xyz\n'}}
+    first = post(server, "/v1/chat/completions", body)
+    compiles = server.state.metrics.compile_count
+    again = post(server, "/v1/chat/completions", body)
+    assert first.status_code == again.status_code == 400
+    assert again.json()["error"]["message"] == first.json()["error"]["message"]
+    assert "undefined_rule_xyz" in again.json()["error"]["message"]
+    assert server.state.metrics.compile_count == compiles  # served from the refusal cache
+
+
+def test_models_via_sdk(server):
+    import openai
+    client = openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0)
+    assert [m.id for m in client.models.list()] == ["tiny"]
