@@ -226,6 +226,18 @@ def make_tiny_gguf(model_dir: str | Path, out_path: str | Path, quantization: st
     writer.add_rope_freq_base(config["rope_theta"])
     writer.add_layer_norm_rms_eps(config["rms_norm_eps"])
     writer.add_vocab_size(config["vocab_size"])
+    rope_scaling = config.get("rope_scaling") or {}
+    if rope_scaling.get("rope_type") == "linear":
+        writer.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+        writer.add_rope_scaling_factor(rope_scaling["factor"])
+    elif rope_scaling.get("rope_type") == "llama3":
+        # llama.cpp stores Llama 3 scaling only as per-frequency factors.
+        from deepinfer.model.gguf import llama3_rope_factors
+
+        dim = config["head_dim"]
+        inv_freq = 1.0 / (config["rope_theta"] ** (np.arange(0, dim, 2, dtype=np.float64) / dim))
+        params = {k: v for k, v in rope_scaling.items() if k != "rope_type"}
+        writer.add_tensor("rope_freqs.weight", llama3_rope_factors(inv_freq, **params).astype(np.float32))
     added = {t["id"]: t for t in tokenizer["added_tokens"]}
     vocab = {**tokenizer["model"]["vocab"], **{t["content"]: i for i, t in added.items()}}
     tokens = [token for token, _ in sorted(vocab.items(), key=lambda item: item[1])]

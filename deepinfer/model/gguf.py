@@ -85,7 +85,8 @@ def unpermute_qk(weight: np.ndarray, num_heads: int) -> np.ndarray:
     return rows.swapaxes(1, 2).reshape(weight.shape)
 
 
-def _config(metadata: dict[str, Any], tensor_names: set[str], source: str) -> dict[str, Any]:
+def _config(metadata: dict[str, Any], tensor_names: set[str], source: str,
+            rope_factors: np.ndarray | None = None) -> dict[str, Any]:
     arch = metadata.get("general.architecture")
     if arch not in _ARCHITECTURES:
         raise ModelLoadError(
@@ -100,9 +101,6 @@ def _config(metadata: dict[str, Any], tensor_names: set[str], source: str) -> di
                                  "which the model config needs. Re-convert it with a recent llama.cpp.")
         return value
 
-    if f"{arch}.rope.scaling.type" in metadata or "rope_freqs.weight" in tensor_names:
-        raise ModelLoadError(f"GGUF file {source} uses scaled rotary embeddings, which deepinfer "
-                             "does not read from GGUF; use the model's Hugging Face directory.")
     hf_class, model_type = _ARCHITECTURES[arch]
     heads = get("attention.head_count")
     hidden = get("embedding_length")
@@ -122,6 +120,9 @@ def _config(metadata: dict[str, Any], tensor_names: set[str], source: str) -> di
         "tie_word_embeddings": "output.weight" not in tensor_names,
         "torch_dtype": "float32",
     }
+    rope_scaling = _rope_scaling(metadata, arch, rope_factors, config, source)
+    if rope_scaling is not None:
+        config["rope_scaling"] = rope_scaling
     if model_type in ("llama", "mistral"):
         config["attention_bias"] = "blk.0.attn_q.bias" in tensor_names
         config["mlp_bias"] = False
@@ -134,12 +135,55 @@ def _config(metadata: dict[str, Any], tensor_names: set[str], source: str) -> di
     return config
 
 
-def _dequantize(tensor) -> np.ndarray:
+# Llama 3.1/3.2's rope scaling constants; llama.cpp stores only the per-frequency factors they
+# produce (the rope_freqs tensor), so these are checked against the tensor, not assumed.
+_LLAMA3_ROPE = {"low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}
+
+
+def llama3_rope_factors(inv_freq: np.ndarray, factor: float, low_freq_factor: float,
+                        high_freq_factor: float, original_max_position_embeddings: int) -> np.ndarray:
+    """llama.cpp's rope_freqs for Llama 3 scaling: HF's scaled inv_freq == inv_freq / factors."""
+    low_wavelen = original_max_position_embeddings / low_freq_factor
+    high_wavelen = original_max_position_embeddings / high_freq_factor
+    wavelen = 2 * np.pi / inv_freq
+    smooth = (original_max_position_embeddings / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor)
+    medium = 1 / ((1 - smooth) / factor + smooth)
+    return np.where(wavelen < high_wavelen, 1.0, np.where(wavelen > low_wavelen, factor, medium))
+
+
+def _rope_scaling(metadata: dict[str, Any], arch: str, rope_factors: np.ndarray | None,
+                  config: dict[str, Any], source: str) -> dict[str, Any] | None:
+    """HF rope_scaling from rope.scaling.* metadata or llama.cpp's rope_freqs tensor."""
+    kind = metadata.get(f"{arch}.rope.scaling.type")
+    if rope_factors is not None:
+        dim = config["head_dim"]
+        inv_freq = 1.0 / (config["rope_theta"] ** (np.arange(0, dim, 2, dtype=np.float64) / dim))
+        factor = float(rope_factors.max())
+        expected = llama3_rope_factors(inv_freq, factor, **_LLAMA3_ROPE)
+        if rope_factors.shape == expected.shape and np.allclose(rope_factors, expected, rtol=1e-5, atol=0):
+            return {"rope_type": "llama3", "factor": factor, **_LLAMA3_ROPE}
+        raise ModelLoadError(f"GGUF file {source} has a rope_freqs tensor that is not Llama 3's rope "
+                             "scaling; deepinfer cannot express it. Use the model's Hugging Face directory.")
+    if kind in (None, "none"):
+        return None
+    if kind == "linear" and isinstance(metadata.get(f"{arch}.rope.scaling.factor"), float):
+        return {"rope_type": "linear", "factor": metadata[f"{arch}.rope.scaling.factor"]}
+    raise ModelLoadError(f"GGUF file {source} uses '{kind}' rope scaling ({arch}.rope.scaling.type), "
+                         "which deepinfer does not read from GGUF; use the model's Hugging Face directory.")
+
+
+def _read_tensor(tensor, source: str) -> np.ndarray:
+    """Dequantized float32 values in HF (row-major) shape."""
     from gguf.quants import dequantize
 
     # tensor.shape is ggml order (fastest dim first); numpy/HF order is the reverse.
     shape = tuple(int(n) for n in reversed(tensor.shape.tolist()))
-    return np.asarray(dequantize(tensor.data, tensor.tensor_type), dtype=np.float32).reshape(shape)
+    try:
+        return np.asarray(dequantize(tensor.data, tensor.tensor_type), dtype=np.float32).reshape(shape)
+    except Exception as exc:  # truncated data, unknown quantization type
+        raise ModelLoadError(f"GGUF file {source}: tensor '{tensor.name}' cannot be read "
+                             f"({type(exc).__name__}: {exc}); the file is corrupt, truncated or "
+                             "uses a quantization the gguf package does not know.") from exc
 
 
 def _state_dict(reader, config: dict[str, Any], source: str,
@@ -148,16 +192,13 @@ def _state_dict(reader, config: dict[str, Any], source: str,
     state: dict[str, torch.Tensor] = {}
     for index, tensor in enumerate(reader.tensors):
         name = hf_tensor_name(tensor.name)
+        if tensor.name == "rope_freqs.weight":  # became config["rope_scaling"]
+            continue
         if name is None:
             raise ModelLoadError(f"GGUF file {source} holds the tensor '{tensor.name}', which has no "
                                  f"place in a {config['architectures'][0]}; the file does not match "
                                  "its architecture.")
-        try:
-            weight = _dequantize(tensor)
-        except Exception as exc:  # truncated data, unknown quantization type
-            raise ModelLoadError(f"GGUF file {source}: tensor '{tensor.name}' cannot be read "
-                                 f"({type(exc).__name__}: {exc}); the file is corrupt, truncated or "
-                                 "uses a quantization the gguf package does not know.") from exc
+        weight = _read_tensor(tensor, source)
         if permute and ".self_attn.q_proj." in name:
             weight = unpermute_qk(weight, config["num_attention_heads"])
         elif permute and ".self_attn.k_proj." in name:
@@ -175,8 +216,10 @@ def read_gguf(path: str | Path, progress: Callable[[int, int], None] | None = No
     """
     path = Path(path)
     reader, metadata = open_gguf(path)
-    tensor_names = {t.name for t in reader.tensors}
-    config = _config(metadata, tensor_names, str(path))
+    tensors = {t.name: t for t in reader.tensors}
+    rope_factors = (_read_tensor(tensors["rope_freqs.weight"], str(path))
+                    if "rope_freqs.weight" in tensors else None)
+    config = _config(metadata, set(tensors), str(path), rope_factors)
     files = gguf_tokenizer_files(metadata, str(path))
     state = _state_dict(reader, config, str(path), progress)
     missing = [n for n in ("model.embed_tokens.weight", "model.norm.weight") if n not in state]

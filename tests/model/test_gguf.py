@@ -102,6 +102,39 @@ def test_matches_transformers_gguf_loader(tiny):
         assert ours_tok.encode(text) == theirs_tok.encode(text, add_special_tokens=False), text
 
 
+@pytest.mark.parametrize("rope_scaling", [
+    {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+     "original_max_position_embeddings": 8192},
+    {"rope_type": "linear", "factor": 4.0},
+])
+def test_rope_scaling_round_trips(tmp_path, rope_scaling):
+    # Tiny head_dim 16, theta 1e4: the llama3 wavelengths fall in all three bands (kept, smoothed,
+    # divided by factor), so a wrong reconstruction changes the logits.
+    directory = make_tiny_model_dir(tmp_path / "hf")
+    config = json.loads((directory / "config.json").read_text())
+    (directory / "config.json").write_text(json.dumps({**config, "rope_scaling": rope_scaling}))
+    path = make_tiny_gguf(directory, tmp_path / "scaled.gguf")
+    model = read_gguf(path)
+    assert model.config["rope_scaling"]["rope_type"] == rope_scaling["rope_type"]
+    for key, value in rope_scaling.items():
+        assert model.config["rope_scaling"][key] == pytest.approx(value), key
+    assert "rope_freqs.weight" not in model.state_dict
+    ids = list(range(3, 40))
+    assert torch.equal(_logits(load_model(path), ids), _logits(load_model(directory), ids))
+
+
+def test_unknown_rope_factors_are_refused(tmp_path):
+    # Llama-3-style factors from constants other than Llama 3.1's: the file does not say which
+    # constants made them, so they cannot be turned back into a config.
+    directory = make_tiny_model_dir(tmp_path / "hf")
+    config = json.loads((directory / "config.json").read_text())
+    config["rope_scaling"] = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 2.0,
+                              "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}
+    (directory / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ModelLoadError, match="rope_freqs"):
+        read_gguf(make_tiny_gguf(directory, tmp_path / "odd.gguf"))
+
+
 def test_random_bytes_are_a_model_load_error(tmp_path):
     bad = tmp_path / "bad.gguf"
     bad.write_bytes(b"not a gguf file at all" * 100)
