@@ -81,3 +81,14 @@ def test_messages_auth(keyed_server):
     bad = anthropic.Anthropic(base_url=keyed_server.url, api_key="wrong", max_retries=0)
     with pytest.raises(anthropic.AuthenticationError):
         bad.messages.create(model="tiny", max_tokens=3, messages=MESSAGES)
+
+
+def test_messages_multi_turn_tool_result(client):
+    messages = [{"role": "user", "content": "Is it sunny?"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "get_weather",
+                                                   "input": {"city": "Oslo"}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "Sunny"},
+                                             {"type": "text", "text": "So?"}]}]
+    m = client.messages.create(model="tiny", max_tokens=4, messages=messages, tools=[CITY_TOOL],
+                               system="Answer yes or no.", extra_body={"regex": "(yes|no)", "seed": 6})
+    assert m.content[0].text in ("yes", "no") and m.stop_reason == "end_turn"

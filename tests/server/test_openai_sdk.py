@@ -194,3 +194,21 @@ def test_chat_stream_helper_parses_pydantic(client):
                                         response_format=Person) as stream:
         final = stream.get_final_completion()
     assert isinstance(final.choices[0].message.parsed, Person)
+
+
+def test_multi_turn_with_tool_results(client):
+    messages = [{"role": "developer", "content": "Be brief."},
+                {"role": "user", "content": "Weather in Oslo?"},
+                {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": "call_1", "type": "function",
+                     "function": {"name": "get_weather", "arguments": '{"city": "Oslo", "days": 1}'}}]},
+                {"role": "tool", "tool_call_id": "call_1", "content": "Sunny, 21 C"}]
+    r = client.chat.completions.create(model="tiny", messages=messages, tools=[WEATHER_TOOL], max_tokens=4,
+                                       seed=15, extra_body={"regex": "(sunny|rainy)"})
+    assert r.choices[0].message.content in ("sunny", "rainy")
+    items = [{"role": "user", "content": "Weather in Oslo?"},
+             {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": '{"city": "Oslo"}'},
+             {"type": "function_call_output", "call_id": "c1", "output": "Sunny"}]
+    resp = client.responses.create(model="tiny", input=items, instructions="Be brief.", max_output_tokens=4,
+                                   extra_body={"regex": "(sunny|rainy)", "seed": 1})
+    assert resp.output_text in ("sunny", "rainy")
