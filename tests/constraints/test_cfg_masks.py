@@ -76,6 +76,8 @@ GRAMMARS = {
     "balanced": ('start: "(" start ")" start |\n', ["", "()", "(()())()"], ["(", ")("]),
     "ignore": ('start: "(" [start ("," start)*] ")"\n%import common.WS\n%ignore WS',
                ["()", " ( ( ) , () ) "], ["(,)", "( ) )"]),
+    "unary_chain": ('start: "-" start | "+" " "? start | "x" | "(" start ")"\n',
+                    ["x", "--x", "(-+ x)", "-(--x)"], ["-", "x-", "(x"]),
     "regex_terminal": ('start: W (" " W)*\nW: /[a-z]+[0-9]?/\n', ["ab", "a1 b"], ["1", "a  b"]),
 }
 
@@ -130,6 +132,16 @@ def test_cfg_back_end_agrees_with_regular_back_end(deepseek_compiler, name):
                 break
             tok = rng.choice(text_ids)
             assert a.accept_token(tok) and b.accept_token(tok)
+
+
+def test_tail_recursion_becomes_a_starred_prefix():
+    from deepinfer.constraints.cfg.lexemes import unroll_tail_recursion
+    from deepinfer.constraints.frontends.ebnf import lower_grammar
+
+    g = unroll_tail_recursion(lower_grammar(GRAMMARS["unary_chain"][0]))
+    assert str(g) == 'start ::= ("-" | "+" " "?)* ("x" | "(" start ")")'
+    kept = lower_grammar('start: "a" start "b" | "c"\n')  # not a tail: unchanged
+    assert str(unroll_tail_recursion(kept)) == str(kept)
 
 
 def test_rollback_restores_masks(small_compiler, small_vocab):

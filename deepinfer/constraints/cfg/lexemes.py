@@ -58,7 +58,39 @@ def lexeme_index(symbol: int) -> int:
 
 
 def split_grammar(grammar: ir.Grammar, limits: Limits | None = None) -> Bnf:
-    return _Splitter(grammar, limits or Limits()).run()
+    return _Splitter(unroll_tail_recursion(grammar), limits or Limits()).run()
+
+
+def unroll_tail_recursion(grammar: ir.Grammar) -> ir.Grammar:
+    """Rewrite `A ::= R1 A | ... | B1 | ...` (Ri regular, so free of A) as
+    `A ::= (R1 | ...)* (B1 | ...)`: the same language (Arden's lemma; the least
+    solution of A = R A | B(A) is R* B(A) even when B mentions A).
+
+    Why: unary operators (`"-" unary`, `NOT negation`) otherwise make a token
+    like "--------" cross one lexeme boundary per character, each an Earley
+    step; as a starred prefix the whole run is a single lexeme.
+    """
+    nonregular = nonregular_rules(grammar)
+    rules = dict(grammar.rules)
+    for name, body in grammar.rules.items():
+        if name not in nonregular:
+            continue
+        me = ir.RuleRef(name)
+        recursive, base = [], []
+        for branch in body.items if isinstance(body, ir.Alt) else (body,):
+            items = branch.items if isinstance(branch, ir.Seq) else (branch,)
+            prefix = ir.seq(*items[:-1])
+            if len(items) > 1 and items[-1] == me and not _mentions(prefix, nonregular):
+                recursive.append(prefix)
+            else:  # may mention A anywhere: A = R A | B(A) still gives A = R* B(A)
+                base.append(branch)
+        if recursive and base:
+            rules[name] = ir.seq(ir.repeat(ir.alt(*recursive)), ir.alt(*base))
+    return ir.Grammar(rules, grammar.start, list(grammar.annotations))
+
+
+def _mentions(expr: ir.Expr, names: set[str]) -> bool:
+    return any(isinstance(e, ir.RuleRef) and e.name in names for e in ir.walk(expr))
 
 
 def nonregular_rules(grammar: ir.Grammar) -> set[str]:
