@@ -11,6 +11,7 @@ under a second and without torch. Everything is a pure function of
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -61,6 +62,12 @@ _FAMILIES = {
 
 def train_tiny_tokenizer(vocab_size: int = 384) -> Tokenizer:
     """A byte-level BPE tokenizer (256 byte tokens + merges + ChatML special tokens)."""
+    return Tokenizer.from_str(_trained_tokenizer_json(vocab_size))
+
+
+@lru_cache(maxsize=4)
+def _trained_tokenizer_json(vocab_size: int) -> str:
+    # Training is deterministic for the fixed corpus; cache it since fixtures call this often.
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     tokenizer.decoder = decoders.ByteLevel()
@@ -69,7 +76,7 @@ def train_tiny_tokenizer(vocab_size: int = 384) -> Tokenizer:
                                   special_tokens=SPECIAL_TOKENS,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tokenizer.train_from_iterator(_CORPUS, trainer=trainer)
-    return tokenizer
+    return tokenizer.to_str()
 
 
 def tiny_config(family: str, vocab_size: int) -> dict:
