@@ -49,6 +49,13 @@ def text_format_spec(req: ResponsesRequest) -> ConstraintSpec | None:
     return ConstraintSpec("json_schema", fmt.schema_, "text.format.schema", strict=bool(fmt.strict))
 
 
+def _logprobs(req: ResponsesRequest) -> int | None:
+    """Logprobs are returned when asked for by `include` or by `top_logprobs`."""
+    if req.include and "message.output_text.logprobs" in req.include:
+        return req.top_logprobs or 0
+    return req.top_logprobs
+
+
 def responses_job(req: ResponsesRequest, tokenizer: Any, config: ServerConfig) -> Job:
     tools = [ToolDecl(t.name, t.description, t.parameters or {"type": "object", "properties": {}},
                       bool(t.strict)) for t in (req.tools or [])]
@@ -70,7 +77,7 @@ def responses_job(req: ResponsesRequest, tokenizer: Any, config: ServerConfig) -
     check_context(ids, max_tokens, config.max_model_len)
     sampling = Sampling(max_tokens=max_tokens, temperature=req.temperature, top_p=req.top_p,
                         top_k=req.top_k, min_p=req.min_p, seed=req.seed, stop=stop_list(req.stop),
-                        logprobs=req.top_logprobs)
+                        logprobs=_logprobs(req))
     reasoning = config.reasoning_aware if req.reasoning_aware is None else req.reasoning_aware
     return Job(prompt_token_ids=ids, prompt_text=text, sampling=sampling, constraint=constraint,
                tool_mode=mode, tools=tools, reasoning_aware=reasoning, reasoning_end=config.reasoning_end,

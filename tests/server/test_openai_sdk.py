@@ -212,3 +212,11 @@ def test_multi_turn_with_tool_results(client):
     resp = client.responses.create(model="tiny", input=items, instructions="Be brief.", max_output_tokens=4,
                                    extra_body={"regex": "(sunny|rainy)", "seed": 1})
     assert resp.output_text in ("sunny", "rainy")
+
+
+def test_responses_logprobs_via_include(client):
+    r = client.responses.create(model="tiny", input="n?", max_output_tokens=3, top_logprobs=1,
+                                include=["message.output_text.logprobs"], extra_body={"regex": "[0-9]{3}", "seed": 2})
+    part = r.output[0].content[0]
+    assert len(part.text) == 3 and len(part.logprobs) >= 1
+    assert all(lp.logprob <= 0 and len(lp.top_logprobs) <= 1 for lp in part.logprobs)

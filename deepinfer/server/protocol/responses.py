@@ -98,6 +98,7 @@ class ResponsesRequest(Strict):
     temperature: float | None = Field(default=None, ge=0, le=2)
     top_p: float | None = Field(default=None, gt=0, le=1)
     top_logprobs: int | None = Field(default=None, ge=0, le=20)
+    include: list[Literal["message.output_text.logprobs"]] | None = None
     stream: bool = False
     text: TextConfig | None = None
     tools: list[FunctionTool] | None = None
