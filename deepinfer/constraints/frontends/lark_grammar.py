@@ -19,9 +19,6 @@ feature with its line and column.
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import lark
 from lark import Token, Tree
 from lark.exceptions import GrammarError, UnexpectedInput
 from lark.load_grammar import _get_parser, _literal_to_pattern, eval_escaping
@@ -29,21 +26,12 @@ from lark.load_grammar import _get_parser, _literal_to_pattern, eval_escaping
 from .. import ir
 from ..errors import ConstraintError
 from .ebnf import SourceMap, check_grammar, prune_unreachable
+from .lark_flags import case_insensitive, dot_all
 from .regex import parse_regex
 
 IGNORE_RULE = "__IGNORE"
 ROOT_RULE = "__ROOT"
-COMMON_PATH = Path(lark.__file__).parent / "grammars" / "common.lark"
 
-# common.lark's string and comment terminals use lookbehind and lazy matching,
-# which only mean something under lark's leftmost match; their languages as
-# lark actually lexes them are these regular expressions.
-COMMON_OVERRIDES = {
-    "_STRING_INNER": r'[^\n]*',
-    "_STRING_ESC_INNER": r'([^"\\\n]|\\[^\n])*',
-    "ESCAPED_STRING": r'"([^"\\\n]|\\[^\n])*"',
-    "C_COMMENT": r'/\*([^*]|\*+[^*/])*\*+/',
-}
 
 
 def lower_lark(text: str, start: str = "start") -> ir.Grammar:
@@ -175,7 +163,9 @@ class _Module:
         if module != ["common"]:
             raise _error(stmt, f"unsupported lark feature: %import {'.'.join(parts)} (only "
                                "%import common.NAME is available)")
-        common = _common()
+        from .lark_common import common_terminals
+
+        common = common_terminals(_Module)
         for name, alias in names:
             if name not in common:
                 raise _error(stmt, f"common.lark has no terminal {name}")
@@ -247,120 +237,19 @@ class _Module:
             raise _error(token, f"bad literal {token}: {exc}") from None
         flags = set(pattern.flags)
         if token.type == "STRING":
-            return _case_insensitive(ir.literal(pattern.value)) if "i" in flags else ir.literal(pattern.value)
+            return case_insensitive(ir.literal(pattern.value)) if "i" in flags else ir.literal(pattern.value)
         unsupported = sorted(flags - {"i", "s"})
         if unsupported:
             raise _error(token, f"unsupported lark feature: regex flag {unsupported[0]!r} in {token}")
-        source = _dot_all(pattern.value) if "s" in flags else pattern.value
+        source = dot_all(pattern.value) if "s" in flags else pattern.value
         try:
             expr = parse_regex(source)
         except ConstraintError as exc:
             raise _error(token, str(exc)) from None
-        return _case_insensitive(expr) if "i" in flags else expr
+        return case_insensitive(expr) if "i" in flags else expr
 
     def _range(self, lo: Token, hi: Token) -> ir.Expr:
         a, b = eval_escaping(lo[1:-1]), eval_escaping(hi[1:-1])
         if len(a) != 1 or len(b) != 1:
             raise _error(lo, f"range {lo}..{hi} must be between single characters")
         return ir.CharClass.of([(ord(a), ord(b))])
-
-
-def _dot_all(pattern: str) -> str:
-    """Rewrite unescaped `.` outside classes as `[\\s\\S]` (regex flag s)."""
-    out, i, in_class = [], 0, False
-    while i < len(pattern):
-        ch = pattern[i]
-        if ch == "\\" and i + 1 < len(pattern):
-            out.append(pattern[i:i + 2])
-            i += 2
-            continue
-        if ch == "[" and not in_class:
-            in_class = True
-        elif ch == "]" and in_class:
-            in_class = False
-        out.append(r"[\s\S]" if ch == "." and not in_class else ch)
-        i += 1
-    return "".join(out)
-
-
-def _case_insensitive(expr: ir.Expr) -> ir.Expr:
-    """The same expression matching letters in either case (flag i)."""
-    if isinstance(expr, ir.Literal):
-        return ir.seq(*(_fold_class(ir.CharClass.of([(ord(c), ord(c))])) for c in expr.text))
-    if isinstance(expr, ir.CharClass):
-        return _fold_class(expr)
-    if isinstance(expr, ir.Seq):
-        return ir.seq(*(_case_insensitive(e) for e in expr.items))
-    if isinstance(expr, ir.Alt):
-        return ir.alt(*(_case_insensitive(e) for e in expr.items))
-    if isinstance(expr, ir.Repeat):
-        return ir.Repeat(_case_insensitive(expr.item), expr.min, expr.max)
-    return expr
-
-
-def _fold_class(cls: ir.CharClass) -> ir.Expr:
-    """Add every character Python's re.IGNORECASE matches with a member (lark uses re)."""
-    folds = _case_folds()
-    extra = []
-    for lo, hi in cls.ranges:
-        if hi - lo > 0x3000:  # a huge range: fold only the characters that have other cases
-            members = [cp for cp in folds if lo <= cp <= hi]
-        else:
-            members = [cp for cp in range(lo, hi + 1) if cp in folds]
-        for cp in members:
-            extra.extend((o, o) for o in folds[cp])
-    folded = ir.CharClass.of(list(cls.ranges) + extra)
-    if len(folded.ranges) == 1 and folded.ranges[0][0] == folded.ranges[0][1]:
-        return ir.Literal(chr(folded.ranges[0][0]))
-    return folded
-
-
-_FOLDS: dict[int, tuple[int, ...]] = {}
-
-
-def _case_folds() -> dict[int, tuple[int, ...]]:
-    """code point -> the other code points with the same simple case folding."""
-    if not _FOLDS:
-        groups: dict[str, set[int]] = {}
-        for cp in range(0x1E944):
-            if 0xD800 <= cp <= 0xDFFF:
-                continue
-            ch = chr(cp)
-            low = ch.lower()
-            if len(low) != 1:
-                continue
-            key = low.upper().lower() if len(low.upper()) == 1 else low
-            groups.setdefault(key, set()).add(cp)
-        groups["i"].add(0x130)  # re folds U+0130 with i too (its lower case is two characters)
-        for members in groups.values():
-            if len(members) > 1:
-                for cp in members:
-                    _FOLDS[cp] = tuple(sorted(members - {cp}))
-    return _FOLDS
-
-
-_COMMON_CACHE: dict[str, ir.Expr] = {}
-
-
-def _common() -> dict[str, ir.Expr]:
-    """common.lark's terminals, each fully inlined (no references left)."""
-    if not _COMMON_CACHE:
-        predefined = {name: parse_regex(p) for name, p in COMMON_OVERRIDES.items()}
-        module = _Module(COMMON_PATH.read_text(encoding="utf-8"), "common.lark", predefined)
-        module.load()
-        raw = dict(module.rules)
-        for name in raw:
-            _COMMON_CACHE[name] = _inline(raw[name], raw)
-    return _COMMON_CACHE
-
-
-def _inline(expr: ir.Expr, rules: dict[str, ir.Expr]) -> ir.Expr:
-    if isinstance(expr, ir.RuleRef):
-        return _inline(rules[expr.name], rules)
-    if isinstance(expr, ir.Seq):
-        return ir.seq(*(_inline(e, rules) for e in expr.items))
-    if isinstance(expr, ir.Alt):
-        return ir.alt(*(_inline(e, rules) for e in expr.items))
-    if isinstance(expr, ir.Repeat):
-        return ir.Repeat(_inline(expr.item, rules), expr.min, expr.max)
-    return expr
