@@ -9,6 +9,7 @@ message), and streams the reply to stdout. Errors the user can fix are
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 DTYPES = ("float32", "bfloat16")
@@ -69,9 +70,14 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         sys.stdout.flush()
 
-    result = generate(model, tokenizer, prompt_ids, max_tokens=args.max_tokens,
-                      temperature=args.temperature, seed=args.seed, on_text=write)
-    sys.stdout.write("\n")
+    try:
+        result = generate(model, tokenizer, prompt_ids, max_tokens=args.max_tokens,
+                          temperature=args.temperature, seed=args.seed, on_text=write)
+        sys.stdout.write("\n")
+        sys.stdout.flush()
+    except BrokenPipeError:  # `deepinfer generate ... | head`: the reader left, stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     if args.stats:
         print(f"prompt {result.prompt_tokens} tokens, generated {len(result.token_ids)} tokens "
               f"({result.finish_reason}); prefill {result.prefill_seconds:.2f}s, decode "
