@@ -92,3 +92,17 @@ def test_messages_multi_turn_tool_result(client):
     m = client.messages.create(model="tiny", max_tokens=4, messages=messages, tools=[CITY_TOOL],
                                system="Answer yes or no.", extra_body={"regex": "(yes|no)", "seed": 6})
     assert m.content[0].text in ("yes", "no") and m.stop_reason == "end_turn"
+
+
+def test_messages_parse_pydantic(client):
+    from typing import Literal
+
+    from pydantic import BaseModel
+
+    class Verdict(BaseModel):  # the SDK strips min/max from the schema it sends, so enums only
+        answer: bool
+        mood: Literal["good", "bad"]
+
+    m = client.messages.parse(model="tiny", max_tokens=48, messages=MESSAGES, output_format=Verdict,
+                              extra_body={"seed": 7})
+    assert isinstance(m.parsed_output, Verdict)
