@@ -40,8 +40,19 @@ def compile_from_args(args, compiler):
     return compiled, label, time.perf_counter() - start
 
 
+def automaton_counts(compiled) -> dict:
+    """State counts of the automaton: the DFA for regular constraints, lexemes and
+    productions (with the lexemes' DFA states) for context-free ones."""
+    automaton = getattr(compiled, "automaton", None)
+    bnf = getattr(automaton, "bnf", None)
+    if bnf is None:
+        return {}
+    return {"cfg_productions": len(bnf.productions), "cfg_lexemes": len(bnf.lexemes),
+            "cfg_lexeme_dfa_states": sum(len(lex.trans) for lex in bnf.lexemes)}
+
+
 def report(compiled, label: str, seconds: float) -> dict:
-    stats = dict(getattr(compiled, "stats", {}) or {})
+    stats = {**(getattr(compiled, "stats", {}) or {}), **automaton_counts(compiled)}
     return {"source": label, "kind": compiled.kind, "compile_seconds": round(seconds, 6),
             "stats": stats, "annotations": list(compiled.annotations),
             "rules": len(compiled.grammar.rules), "ebnf": str(compiled.grammar)}

@@ -36,6 +36,7 @@ def test_shipped_grammar_by_name(model_dir, capsys):
     assert main(["compile", "--model", str(model_dir), "--grammar", "sql", "--no-ebnf"]) == 0
     out = capsys.readouterr().out
     assert "grammars/sql" in out and "rules:" in out
+    assert "cfg_productions:" in out and "cfg_lexeme_dfa_states:" in out
 
 
 def test_grammar_error_names_line_and_column(model_dir, tmp_path, capsys):
