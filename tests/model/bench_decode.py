@@ -10,6 +10,7 @@ the CPU-time rate (tokens per CPU second used, all threads) is steadier than wal
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import torch
@@ -72,6 +73,8 @@ def main() -> None:
     parser.add_argument("--models", nargs="*", default=list(SIZES))
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    print(f"torch threads {args.threads}, load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs "
+          f"(OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'unset')}: PASSIVE avoids spinning on a busy machine)")
     for name in args.models:
         for dtype in (torch.float32, torch.bfloat16):
             wall, cpu = bench(name, dtype, args.tokens)
