@@ -83,6 +83,7 @@ class Matcher:
         top = self._stack[-1]
         if top is _TERMINATED:
             return False
+        token_id = int(token_id)  # numpy / torch scalars hash differently
         if token_id in self._eos:
             if self._automaton.is_accepting(top):
                 self._stack.append(_TERMINATED)

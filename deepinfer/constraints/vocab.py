@@ -164,6 +164,10 @@ class Vocabulary:
     def __len__(self) -> int:
         return self.size
 
+    def __repr__(self) -> str:
+        text = sum(b is not None for b in self.token_bytes)
+        return f"Vocabulary(size={self.size}, text_tokens={text}, eos_ids={sorted(self.eos_ids)})"
+
     def __hash__(self) -> int:
         return id(self)
 

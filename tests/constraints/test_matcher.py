@@ -149,3 +149,8 @@ def test_precompute_masks_fills_every_state(compiler):
     assert automaton.precompute_masks(budget_s=0.0) <= 1
     compiled.precompute_masks(budget_s=10.0)
     assert automaton.precompute_masks(budget_s=0.0) == automaton.dfa.num_states
+
+
+def test_scalar_token_ids_from_numpy_and_torch(compiler):
+    m = Matcher(compiler.compile_regex(r"ab"))
+    assert m.accept_token(np.int64(2)) and m.accept_token(torch.tensor(EOS)) and m.is_terminated()

@@ -126,3 +126,23 @@ def test_eos_bits(tiny_vocab):
     set_eos_bits(row, tiny_vocab)
     bits = np.unpackbits(row.view(np.uint8), bitorder="little")
     assert set(np.flatnonzero(bits)) == {0, 2}
+
+
+@pytest.mark.slow
+def test_real_smollm2_tokenizer():
+    """The default model's real tokenizer (SmolLM2, byte-level BPE, 49,152 tokens)."""
+    from tokenizers import Tokenizer
+
+    from deepinfer.constraints import GrammarCompiler, Matcher
+    from deepinfer.model.hub import resolve_model
+
+    model_dir = resolve_model(None)  # downloads and converts the default model once
+    vocab = Vocabulary.from_pretrained(model_dir)
+    tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    assert vocab.size == 49_152 and {0, 2} <= vocab.eos_ids  # <|endoftext|>, <|im_end|>
+    assert _check_bytes_against_decoder(vocab, tokenizer, range(vocab.size)) > 45_000
+    text = '{"name": "Ünïcode 日本", "n": -12.5e3}'
+    ids = tokenizer.encode(text, add_special_tokens=False).ids
+    assert vocab.decode(ids) == text.encode("utf-8")
+    m = Matcher(GrammarCompiler(vocab).compile_regex(r'\{"name": "[^"]*", "n": -?[0-9.e]+\}'))
+    assert all(m.accept_token(t) for t in ids) and m.is_completed()
