@@ -39,7 +39,7 @@ class EngineConfig:
     enable_prefix_caching: bool = True
     batch_invariant: bool = True         # fixed-shape matmuls and attention tiles (see invariance.py)
     linear_tile: int = DEFAULT_TILE
-    q_tile: int = 4
+    q_tile: int = 16
     kv_tile: int = 128
     max_model_len: int | None = None
 
