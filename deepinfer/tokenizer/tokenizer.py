@@ -9,7 +9,7 @@ about models or the engine.
 
 from __future__ import annotations
 
-from functools import partial
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +68,7 @@ class Tokenizer:
     def id_to_token(self, token_id: int) -> str | None:
         return self.backend.id_to_token(token_id)
 
-    @property
+    @cached_property
     def special_token_ids(self) -> frozenset[int]:
         """Ids of added tokens marked special (what decode(skip_special_tokens=True) drops)."""
         return frozenset(i for i, t in self.backend.get_added_tokens_decoder().items() if t.special)
