@@ -248,7 +248,10 @@ def _view(schema: dict, name: str) -> Node | None:
 
 
 def _merge_objects(out: dict, a: dict, b: dict, where: Node) -> None:
-    names = list(dict.fromkeys(list(a.get("properties", {})) + list(b.get("properties", {}))))
+    first, second = list(a.get("properties", {})), list(b.get("properties", {}))
+    if set(first) < set(second):  # one member declares them all: its order wins
+        first, second = second, first
+    names = list(dict.fromkeys(first + second))
     if names:
         props = {}
         for name in names:

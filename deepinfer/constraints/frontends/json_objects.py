@@ -68,10 +68,11 @@ class _ObjectLowering:
 
     # ------------------------------------------------------------- members
     def expr(self) -> Expr:
+        # names only required (or named by dependencies) follow the declared ones
         names = list(self.props)
         extra = self.required + [k for k in self.dep_req] + [v for vs in self.dep_req.values() for v in vs]
         extra += [n for f in self.forbid for n in f]
-        names += [n for n in dict.fromkeys(extra) if n not in self.props]
+        names += [n for n in dict.fromkeys(extra) if n not in names]
         self.names = names
         self.members = []
         for name in names:

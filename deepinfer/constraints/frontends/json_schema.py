@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from typing import Any
 
 from deepinfer.constraints import ir
@@ -51,7 +52,14 @@ def lower_json_schema(schema, *, whitespace: str = "default", strict: bool | lis
     nest; None makes them recursive (context-free back end).
     """
     lowerer = Lowerer(load_schema(schema), Whitespace(whitespace), strict, any_depth)
-    return lowerer.grammar()
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 20_000))  # deep schemas recurse once per level
+    try:
+        return lowerer.grammar()
+    except RecursionError:
+        raise ConstraintError("JSON Schema nests too deeply to compile") from None
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 def load_schema(schema) -> Any:
@@ -109,15 +117,18 @@ class Lowerer:
         return f"{stem}_{self._counter}"
 
     # ------------------------------------------------------------- lowering
-    def lower(self, node: Node) -> Expr:
+    def lower(self, node: Node, memo: bool = True) -> Expr:
         """The JSON text language of the values valid against `node`."""
         s = node.schema
         if s is True or s == {} or (isinstance(s, dict) and not set(s) & _all_validation()):
             return self.any_value()
         if s is False:
             return ir.NOTHING
-        if isinstance(s, dict) and "$ref" in s and not (set(s) & (set(_all_validation()) - {"$ref"})):
+        if isinstance(s, dict) and "$ref" in s and not (set(s) & (_all_validation() - {"$ref"})):
             return self.ref_rule(node, s["$ref"])
+        if memo and isinstance(s, dict) and ("$ref" in s or _is_synthetic(s)):
+            # one rule per such node, so recursion through $ref-with-siblings or merges terminates
+            return self._rule_for(_node_key(node), node, lambda: self.lower(node, memo=False))
         return self.lower_normal(self.normalize(node), node)
 
     def normalize(self, node: Node) -> dict | bool:
@@ -139,12 +150,14 @@ class Lowerer:
             target = self.refs.resolve(ref, node.base)
         except RefError as exc:
             raise self.fail(node.ptr + "/$ref", str(exc)) from None
-        key = (id(target.schema), target.base + "#" + target.ptr)
+        return self._rule_for(_node_key(target), target, lambda: self.lower(target, memo=False))
+
+    def _rule_for(self, key, node: Node, build) -> Expr:
         name = self._ref_rules.get(key)
         if name is None:
-            name = self._ref_rules[key] = self._rule_name(target)
+            name = self._ref_rules[key] = self._rule_name(node)
             self.rules[name] = ir.NOTHING  # placeholder while the body is lowered (recursion)
-            body = self.lower(target)
+            body = build()
             self.rules[name] = body
             if body == ir.NOTHING:
                 self._empty_rules.add(name)
@@ -243,6 +256,18 @@ class Lowerer:
             cls = jsonschema.validators.validator_for(root, default=jsonschema.Draft202012Validator)
             v = self._validators["root"] = cls(root, format_checker=cls.FORMAT_CHECKER)
         return v
+
+
+def _is_synthetic(s: dict) -> bool:
+    return any(isinstance(v, Node) for v in s.get("allOf", ())) or isinstance(s.get("not"), Node)
+
+
+def _node_key(node: Node):
+    s = node.schema
+    if isinstance(s, dict) and _is_synthetic(s):
+        members = s.get("allOf") or [s["not"]]
+        return ("allOf" if "allOf" in s else "not",) + tuple(_node_key(m) for m in members)
+    return ("raw", id(s), node.base)
 
 
 def _all_validation():
