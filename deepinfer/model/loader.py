@@ -28,7 +28,7 @@ def load_model(path: str | Path, dtype: torch.dtype = torch.float32, device: tor
     if dtype not in DTYPES:
         raise ModelLoadError(f"dtype {dtype} is not supported; use one of {', '.join(map(str, DTYPES))}.")
     path = Path(path)
-    if path.suffix == ".gguf":
+    if path.suffix.lower() == ".gguf":
         return _load_gguf(path, dtype, device)
     if not path.exists():
         raise ModelLoadError(f"{path}: no such model directory or file. Pass a Hugging Face model directory "
