@@ -27,6 +27,7 @@ TABLES = {
          'SELECT x FROM t WHERE x IN (1, 2, 3) OR NOT x BETWEEN 1 AND 5',
          'SELECT (a + 1) * 2 FROM (SELECT a FROM t) AS s', 'SELECT p.x FROM posts p JOIN u ON u.id = p.a'],
         ['', 'SELECT', 'SELECT * FROM', 'SELECT a FROM t WHERE x =', 'SELECT a FROM t LIMIT x',
+         'SELECTa FROM t', 'SELECT a FROM t WHERE xAND y', 'SELECT a FROMt',
          'SELECT a, FROM t', 'DELETE FROM t', 'SELECT a FROM t ORDER a', "SELECT 'x FROM t"],
     ),
     "csv": (
