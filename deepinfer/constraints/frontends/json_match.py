@@ -16,7 +16,12 @@ from deepinfer.constraints import ir
 
 
 def matches(grammar: ir.Grammar, text: str) -> bool:
-    return len(text) in _Matcher(grammar, text).ends(ir.RuleRef(grammar.start), 0)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 50_000))  # one frame per nesting level of the grammar
+    try:
+        return len(text) in _Matcher(grammar, text).ends(ir.RuleRef(grammar.start), 0)
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 class _Matcher:
@@ -72,5 +77,3 @@ class _Matcher:
             return self.ends(self.rules[e.name], i)
         raise TypeError(repr(e))
 
-
-sys.setrecursionlimit(max(sys.getrecursionlimit(), 20_000))

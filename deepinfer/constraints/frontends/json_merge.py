@@ -27,7 +27,7 @@ VALIDATION = {"type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximu
               "uniqueItems", "properties", "patternProperties", "additionalProperties", "propertyNames",
               "maxProperties", "minProperties", "required", "dependentRequired", "dependentSchemas",
               "dependencies", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "$ref",
-              "$dynamicRef", "$recursiveRef", "unevaluatedProperties", "unevaluatedItems", "nullable"}
+              "$dynamicRef", "$recursiveRef", "unevaluatedProperties", "unevaluatedItems"}
 TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
 _LOWER_BOUNDS = ("minLength", "minItems", "minProperties", "minContains")
 _UPPER_BOUNDS = ("maxLength", "maxItems", "maxProperties", "maxContains")
@@ -149,8 +149,6 @@ class Normalizer:
                 out["items"] = rest
         else:
             out.pop("additionalItems", None)  # without tuple items it has no effect
-        if "type" in out and out.pop("nullable", False):
-            out["type"] = out["type"] | {"null"}
 
 
 def _types(names) -> frozenset:

@@ -182,9 +182,12 @@ def number_text(b: Bounds) -> Expr:
         if v is not None and abs(v) >= SAFE_FLOAT:
             raise RangeError(f"bound {v!r} is too large to compare exactly")
     if b.hi is None and b.lo == 0:  # sign-only bounds keep the exponent forms
-        if b.lo_excl:  # > 0: a tiny value must not underflow to 0.0, so no exponent and few zeros
+        if b.lo_excl:  # > 0: a tiny value must not underflow to 0.0: few zeros, exponents >= -99
+            small_exp = seq(CharClass.of([(69, 69), (101, 101)]),
+                            alt(seq(optional(literal("+")), repeat(DIGIT, 1)), seq(literal("-"), repeat(DIGIT, 1, 2))))
             return alt(seq(literal("0."), repeat(literal("0"), 0, MAX_ZEROS), NONZERO, repeat(DIGIT)),
-                       seq(NONZERO, repeat(DIGIT), optional(FRACTION)))
+                       seq(NONZERO, repeat(DIGIT), optional(FRACTION)),
+                       seq(NONZERO, optional(FRACTION), small_exp))
         mantissa = alt(literal("0"), seq(NONZERO, repeat(DIGIT)))
         return seq(mantissa, optional(FRACTION), optional(EXPONENT))
     lo = None if b.lo is None else _decimal_bound(b.lo, b.lo_excl, up=True)

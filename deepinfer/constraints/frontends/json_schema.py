@@ -29,7 +29,7 @@ from .json_refs import Node, RefError, Refs
 from .json_text import Whitespace, any_string, value_text
 from .json_numbers import NUMBER_TEXT
 
-DEFAULT_ANY_DEPTH = 2  # unconstrained values nest this deep when recursion is not wanted
+DEFAULT_ANY_DEPTH = None  # unconstrained values nest freely (recursive rule, context-free back end)
 _TYPE_KEYWORDS = {
     "string": {"minLength", "maxLength", "pattern", "format"},
     "number": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
