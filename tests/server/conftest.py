@@ -4,16 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from deepinfer.server.app import create_app
-from deepinfer.server.background import BackgroundServer
-
-
-class LiveServer(BackgroundServer):
-    """A live server for a ready ServerState."""
-
-    def __init__(self, state) -> None:
-        self.state = state
-        super().__init__(create_app(state))
+from server_helpers import LiveServer, engine_state
 
 
 @pytest.fixture(scope="session")
@@ -29,12 +20,6 @@ def tiny_engine(tiny_model_dir):
     engine = AsyncEngine(str(tiny_model_dir), kv_cache_bytes=64 << 20)
     yield engine
     engine.shutdown()
-
-
-def engine_state(engine, **config):
-    from deepinfer.server.backend import build_state
-    from deepinfer.server.config import ServerConfig
-    return build_state(engine, engine.tokenizer, engine.compiler, ServerConfig(model_name="tiny", **config))
 
 
 @pytest.fixture(scope="module")

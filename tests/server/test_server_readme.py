@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import LiveServer, engine_state
+from server_helpers import LiveServer, engine_state
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_URL = "http://127.0.0.1:8000"

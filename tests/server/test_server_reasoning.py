@@ -11,7 +11,7 @@ import anthropic
 import openai
 import pytest
 
-from conftest import LiveServer, engine_state
+from server_helpers import LiveServer, engine_state
 
 
 @pytest.fixture(scope="module")
