@@ -51,3 +51,15 @@ def test_anthropic_thinking_block(thinking_server):
         final = stream.get_final_message()
     assert [b.type for b in final.content] == ["thinking", "text"]
     assert final.content[0].thinking == m.content[0].thinking and final.content[1].text == m.content[1].text
+
+
+def test_responses_reasoning_item(thinking_server):
+    client = openai.OpenAI(base_url=thinking_server.url + "/v1", api_key="x", max_retries=0)
+    kw = dict(model="tiny", input="hi", max_output_tokens=400, extra_body={"regex": "(yes|no)", "seed": 2})
+    r = client.responses.create(**kw)
+    assert [item.type for item in r.output] == ["reasoning", "message"], r.output
+    assert r.output[0].content[0].text and r.output_text in ("yes", "no")
+    events = list(client.responses.create(stream=True, **kw))
+    final = events[-1].response
+    assert events[-1].type == "response.completed"
+    assert final.output_text == r.output_text and final.output[0].content[0].text == r.output[0].content[0].text
