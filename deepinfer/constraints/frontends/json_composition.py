@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .json_schema import Lowerer
 
 MAX_ALTERNATIVES = 256
-_COMPOSITE = ("anyOf", "oneOf", "not", "if", "then", "else")
+_COMPOSITE = ("anyOf", "_oneOfs", "not", "_conds")
 _NUMERIC = frozenset({"number", "integer"})
 # keyword -> (types it applies to, negated keyword, transform of the value)
 _BOUND_NEGATIONS = {
@@ -76,15 +76,14 @@ class Composition:
         alts = [{k: v for k, v in d.items() if k not in _COMPOSITE}]
         if "not" in d:
             alts = self._each(alts, lambda a: self.negate(a, d["not"], f"{node.ptr}/not"), node)
-        if "if" in d:
-            alts = self._each(alts, lambda a: self.if_then_else(a, d, node), node)
+        for cond in d.get("_conds", []):
+            alts = self._each(alts, lambda a, c=cond: self.if_then_else(a, c, node), node)
         if "anyOf" in d:
             alts = self._each(alts, lambda a: [self.lw.merged(a, self.lw.normalize(b), b) for b in d["anyOf"]],
                               node)
-        if "oneOf" in d:
-            branches = d["oneOf"]
-            alts = self._each(alts, lambda a: [x for i in range(len(branches))
-                                               for x in self.one_of(a, i, branches, node)], node)
+        for branches in d.get("_oneOfs", []):
+            alts = self._each(alts, lambda a, bs=branches: [x for i in range(len(bs))
+                                                            for x in self.one_of(a, i, bs, node)], node)
         return alt(*(self.lw.lower_normal(a, node) for a in alts if a is not False)) if alts else ir.NOTHING
 
     def _each(self, alts, step, node: Node) -> list:
@@ -136,14 +135,14 @@ class Composition:
         return False
 
     # ------------------------------------------------------------ if / then
-    def if_then_else(self, d: dict, full: dict, node: Node) -> list:
-        cond = full["if"]
+    def if_then_else(self, d: dict, conditional: tuple, node: Node) -> list:
+        cond, then, other = conditional
         yes = self.lw.merged(d, self.lw.normalize(cond), cond)
-        if "then" in full:
-            yes = self.lw.merged(yes, self.lw.normalize(full["then"]), full["then"])
-        noes = self.negate(d, cond, f"{node.ptr}/if")
-        if "else" in full:
-            noes = [self.lw.merged(n, self.lw.normalize(full["else"]), full["else"]) for n in noes]
+        if then is not None:
+            yes = self.lw.merged(yes, self.lw.normalize(then), then)
+        noes = self.negate(d, cond, f"{cond.ptr}")
+        if other is not None:
+            noes = [self.lw.merged(n, self.lw.normalize(other), other) for n in noes]
         return [yes, *noes]
 
     # ------------------------------------------------------------------ not
@@ -154,7 +153,8 @@ class Composition:
             return [d]
         if n is True:
             return []
-        keys = [k for k in n if not k.startswith("_")]
+        named = {"_oneOfs": "oneOf", "_conds": "if", "_forbid": "not(required)", "_not_enum": "not(enum)"}
+        keys = [named.get(k, k) for k in n if k != "_sources"]
         if not keys:
             return []
         if keys == ["not"]:
@@ -170,12 +170,14 @@ class Composition:
         return [a for a in out if a is not False and type_set(a)]
 
     def _negate_keyword(self, d: dict, n: dict, key: str, ptr: str) -> list:
-        value = n[key]
+        value = n.get(key)
         if key == "type":
             if "integer" in value and "number" not in value and "number" in type_set(d):
                 self.lw.unsupported(f"{ptr}/type", "not", "'not integer' on numbers is not regular")
                 return [d]
             return [_with_types(d, type_set(d) - value - ({"integer"} if "number" in value else set()))]
+        if key == "not":  # ¬¬X = X
+            return [self.lw.merged(d, self.lw.normalize(value), value)]
         if key == "enum":
             out = dict(d)
             out["_not_enum"] = list(d.get("_not_enum", [])) + list(value)

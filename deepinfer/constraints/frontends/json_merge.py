@@ -103,14 +103,24 @@ class Normalizer:
         elif key in ("anyOf", "oneOf"):
             if not isinstance(value, list) or not value:
                 raise MergeError(ptr, f"{key} must be a non-empty array")
-            out[key] = [node.child(key, i) for i in range(len(value))]
+            branches = [node.child(key, i) for i in range(len(value))]
+            if key == "anyOf":
+                out[key] = branches
+            else:  # a list of oneOfs, so that allOf members with one each can be merged
+                out["_oneOfs"] = [branches]
+        elif key == "if":
+            s = node.schema
+            out["_conds"] = [(node.child("if"), node.child("then") if "then" in s else None,
+                              node.child("else") if "else" in s else None)]
+        elif key in ("then", "else"):
+            pass  # without `if` they have no effect; with it they are taken above
         elif key == "items" and isinstance(value, list):  # draft-07 tuple form
             out["prefixItems"] = [node.child(key, i) for i in range(len(value))]
             out["_tuple"] = True
         elif key == "prefixItems":
             out[key] = [node.child(key, i) for i in range(len(value))]
         elif key in ("items", "additionalItems", "additionalProperties", "contains", "propertyNames",
-                     "not", "if", "then", "else"):
+                     "not"):
             out[key] = node.child(key)
         elif key == "dependencies":
             for name, dep in value.items():
@@ -214,7 +224,7 @@ def merge(a: dict | bool, b: dict | bool, where: Node) -> dict | bool:
             out[key] = {**mine, **{k: both(mine[k], v) if k in mine else v for k, v in value.items()}}
         elif key == "multipleOf" and _divides(mine, value):
             out[key] = max(mine, value)
-        elif key in ("_sources", "_not_enum", "_forbid"):
+        elif key in ("_sources", "_not_enum", "_forbid", "_oneOfs", "_conds"):
             out[key] = list(mine) + list(value)
         elif key in ("properties", "patternProperties", "prefixItems"):
             pass  # handled below with the per-member views

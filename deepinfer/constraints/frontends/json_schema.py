@@ -182,7 +182,7 @@ class Lowerer:
             self.unsupported(f"{node.ptr}/{key}", key, "not supported by this compiler")
         if "enum" in d:
             return self.lower_enum(d, node)
-        if any(k in d for k in ("anyOf", "oneOf", "not", "if")):
+        if any(k in d for k in ("anyOf", "_oneOfs", "not", "_conds")):
             return self.composition.lower(d, node)
         return self.lower_types(d, node)
 
@@ -238,6 +238,8 @@ class Lowerer:
         s = node.schema
         if isinstance(s, dict) and any(isinstance(m, Node) for m in s.get("allOf", [])):
             return all(self.valid(value, m) for m in s["allOf"])
+        if isinstance(s, dict) and isinstance(s.get("not"), Node):
+            return not self.valid(value, s["not"])
         validator = self._validator()
         try:
             sub = validator.evolve(schema=s)
