@@ -175,3 +175,24 @@ def test_tool_choice_auto_leaves_text_alone(server):
     choice = r.json()["choices"][0]
     assert choice["finish_reason"] in ("stop", "length") and len(choice["message"]["content"]) == 4
     assert "tool_calls" not in choice["message"]
+
+
+def test_many_concurrent_requests_match_their_solo_runs(server):
+    import re
+
+    def body(i):
+        return {**CHAT, "max_tokens": 12, "seed": 100 + i, "regex": "[a-z]{3,10}",
+                "messages": [{"role": "user", "content": f"request {i} " * (i % 4 + 1)}]}
+
+    async def scenario():
+        async with httpx.AsyncClient(base_url=server.url, timeout=120) as client:
+            async def one(i):
+                r = await client.post("/v1/chat/completions", json=body(i))
+                return r.json()["choices"][0]["message"]["content"]
+            together = await asyncio.gather(*(one(i) for i in range(16)))
+            solo = [await one(i) for i in (0, 7, 15)]
+            return together, solo
+
+    together, solo = asyncio.run(scenario())
+    assert all(re.fullmatch("[a-z]{3,10}", t) for t in together)
+    assert [together[i] for i in (0, 7, 15)] == solo  # seeded: batch composition changes nothing
