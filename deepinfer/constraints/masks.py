@@ -9,48 +9,13 @@ regexes, grammars or the matcher.
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
 
 import numpy as np
 
-from .nfa import utf8_sequences
+from .chains import Loops, chain, chain_cover, chain_mask, loop_bits, loop_cover  # noqa: F401
 from .vocab import SIG_LEVELS, Vocabulary
 
 _EMPTY = np.zeros(0, dtype=np.int32)
-# Signature bits 128/129/130 stand for "every 2-/3-/4-byte character".
-_MULTIBYTE = ((0, 0x80, 0x7FF), (1, 0x800, 0xD7FF), (1, 0xE000, 0xFFFF), (2, 0x10000, 0x10FFFF))
-
-
-@dataclass
-class Loops:
-    """bits: uint64 [S, 3] loop sets per state; neg: the 3 columns of ~bits
-    (contiguous); any: bool [S], the state loops on some character."""
-
-    bits: np.ndarray
-    neg: list[np.ndarray]
-    any: np.ndarray
-
-
-def loop_bits(trans: np.ndarray) -> Loops:
-    """Per state, the signature bits (see vocab.SIG_LEVELS) of the characters
-    that lead from the state back to itself. A token whose suffix signature is
-    covered stays in the state (the loop shortcut of walk_tokens)."""
-    n = trans.shape[0]
-    me = np.arange(n, dtype=np.int64)
-    ascii_loop = trans[:, :128] == me[:, None]                          # [S, 128]
-    out = np.zeros((n, 3), dtype=np.uint64)
-    out[:, :2] = np.packbits(ascii_loop, axis=1, bitorder="little").view("<u8")
-    multi = np.ones((n, 3), dtype=bool)
-    for bit, lo, hi in _MULTIBYTE:
-        for seq in utf8_sequences(lo, hi):
-            cur, ok = me.copy(), np.ones(n, dtype=bool)
-            for b_lo, b_hi in seq:
-                block = trans[np.maximum(cur, 0), b_lo:b_hi + 1]        # [S, k]
-                ok &= (cur >= 0) & (block == block[:, :1]).all(axis=1)
-                cur = block[:, 0].astype(np.int64)
-            multi[:, bit] &= ok & (cur == me)
-    out[:, 2] = (multi * (np.uint64(1) << np.arange(3, dtype=np.uint64))).sum(axis=1).astype(np.uint64)
-    return Loops(out, [np.ascontiguousarray(~out[:, w]) for w in range(3)], out.any(axis=1))
 
 
 def live_keys(trans: np.ndarray, state: int) -> np.ndarray | None:
@@ -97,10 +62,15 @@ def walk_tokens(trans: np.ndarray, state: int, vocab: Vocabulary,
     """
     idx = token_candidates(trans, state, vocab)             # [k] positions in sorted order
     head_idx, head_state = [], []
-    if loops is not None and loops.bits[state].any():       # level 0, shared per loop set
+    if loops is not None and loops.any[state]:              # level 0, shared per loop set
         hit = loop_cover(vocab, loops.bits[state]).covered.take(idx)
         head_idx.append(idx[hit])
         head_state.append(np.full(int(hit.sum()), state, dtype=np.int32))
+        idx = idx[~hit]
+    elif loops is not None and (ch := chain(loops, state)) is not None:
+        hit = chain_cover(vocab, ch[0]).covered.take(idx)
+        head_idx.append(idx[hit])
+        head_state.append(ch[1].take(vocab.sorted_nchars.take(idx[hit])))
         idx = idx[~hit]
     pos, ends = _walk(trans, state, vocab, idx, loops)
     pos = np.concatenate(head_idx + [pos]) if head_idx else pos
@@ -111,50 +81,22 @@ def walk_tokens(trans: np.ndarray, state: int, vocab: Vocabulary,
 def state_mask(trans: np.ndarray, state: int, vocab: Vocabulary, loops: "Loops") -> np.ndarray:
     """The packed int32 row [ceil(V/32)] of text tokens allowed in `state`.
 
-    Tokens made only of characters looping on `state` come from a per-vocabulary
-    cache keyed by the loop's character set (every JSON string body, every
-    `[^\\n]*` shares one), so only the other candidates are walked."""
+    Tokens made only of characters looping on `state`, or following a counting
+    chain from it (chains.py), come from a per-vocabulary cache keyed by the
+    character sets (every JSON string body shares one), so only the other
+    candidates are walked."""
     base = None
-    if loops.bits[state].any():
+    if loops.any[state]:
         cover = loop_cover(vocab, loops.bits[state])
-        base = cover.row
         live = live_keys(trans, state)
-        idx = cover.rest if live is None else cover.rest[live.take(cover.rest_keys)]
+        base, idx = cover.row, (cover.rest if live is None else cover.rest[live.take(cover.rest_keys)])
+    elif (ch := chain(loops, state)) is not None:
+        base, idx = chain_mask(vocab, ch[0], live_keys(trans, state))
     else:
         idx = token_candidates(trans, state, vocab)
     pos, _ = _walk(trans, state, vocab, idx, loops)
     row = pack_mask(vocab.sorted_ids.take(pos), vocab)
     return row if base is None else np.bitwise_or(row, base)
-
-
-@dataclass
-class LoopCover:
-    """Tokens made only of characters in one loop set (per vocabulary, cached)."""
-
-    covered: np.ndarray    # bool [n] over sorted positions
-    row: np.ndarray        # packed int32 row of the covered token ids (read-only)
-    rest: np.ndarray       # int64 [m] positions not covered, ascending
-    rest_keys: np.ndarray  # int64 [m] their prefix keys (vocab.sorted_keys)
-
-
-def loop_cover(vocab: Vocabulary, bits: np.ndarray) -> LoopCover:
-    """The LoopCover of loop set `bits` (uint64 [3]), cached per vocabulary."""
-    cache = vocab.mask_cache.setdefault("loop_cover", OrderedDict())
-    key = bits.tobytes()
-    hit = cache.get(key)
-    if hit is None:
-        neg = ~bits
-        sig = vocab.sig_words[0]
-        covered = ((sig[0] & neg[0]) | (sig[1] & neg[1]) | (sig[2] & neg[2])) == 0
-        row = pack_mask(vocab.sorted_ids[covered], vocab)
-        row.flags.writeable = False
-        rest = np.flatnonzero(~covered)
-        hit = cache[key] = LoopCover(covered, row, rest, vocab.sorted_keys.take(rest))
-        while len(cache) > 64:
-            cache.popitem(last=False)
-    else:
-        cache.move_to_end(key)
-    return hit
 
 
 def _walk(trans, state: int, vocab: Vocabulary, idx: np.ndarray, loops: "Loops | None"):

@@ -14,7 +14,8 @@ from collections import OrderedDict
 import numpy as np
 
 from .dfa import Dfa
-from .masks import Loops, loop_bits, state_mask
+from .chains import Loops, loop_bits
+from .masks import state_mask
 from .vocab import Vocabulary
 
 MAX_FORCED = 4096

@@ -149,6 +149,10 @@ class Vocabulary:
         second = mat[:, 1].astype(np.int64) + 1 if width > 1 else 0
         keys = mat[:, 0].astype(np.int64) * 257 + np.where(lengths > 1, second, 0)
         self.sorted_keys = keys                                    # [n] int64, ascending
+        # characters per token (bytes that are not UTF-8 continuation bytes)
+        starts_char = (mat & 0xC0) != 0x80
+        starts_char &= np.arange(width)[None, :] < lengths[:, None]
+        self.sorted_nchars = starts_char.sum(axis=1).astype(np.int64)  # [n]
         self.pair_start = np.searchsorted(keys, np.arange(256 * 257 + 1)).astype(np.int64)
         self.first_byte_start = self.pair_start[::257].copy()       # [257]
         sig = _suffix_signatures([self.token_bytes[i] for i in ids], mat, lengths)

@@ -17,6 +17,9 @@ PATTERNS = [
     r"[\u0100-\U0010ffff]+a",
     r"[0-9a-f]{4}-[0-9]{1,3}",
     r"(ab|cd)*[^a]",
+    r'"[^"\\]{0,5}"',          # counting chains (bounded repetition)
+    r"[a-z ]{2,8}x",
+    r"[^\n]{3}(é|[0-9]{1,4})",
 ]
 
 
