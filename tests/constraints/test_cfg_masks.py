@@ -158,6 +158,21 @@ def test_rollback_restores_masks(small_compiler, small_vocab):
         assert np.array_equal(m.allowed_token_ids(), masks[k - 1])
 
 
+def test_scan_cache_reset_keeps_masks(small_compiler, small_vocab, monkeypatch):
+    import deepinfer.constraints.cfg.automaton as cfg_automaton
+
+    compiled = small_compiler.compile_grammar(name="json")
+    rng = random.Random(9)
+    m = Matcher(compiled)
+    for _ in range(15):
+        expected = m.allowed_token_ids()
+        monkeypatch.setattr(cfg_automaton, "MAX_ENTRIES", -1)  # a fresh cache on every mask
+        assert np.array_equal(m.allowed_token_ids(), expected)
+        monkeypatch.undo()
+        text = [int(i) for i in expected if i not in small_vocab.eos_ids]
+        assert m.accept_token(rng.choice(text))
+
+
 def test_rejected_token_leaves_state(small_compiler, small_vocab):
     m = Matcher(small_compiler.compile_grammar(name="arithmetic"))
     before = m.allowed_token_ids()

@@ -26,7 +26,7 @@ from ..vocab import Vocabulary
 from .earley import Chart, Parser
 from .follow import follow_first_bytes
 from .lexemes import Bnf, lexeme_index
-from .scan import ROOT, ScanCache
+from .scan import MAX_ENTRIES, ROOT, ScanCache
 
 MAX_FORCED = 4096
 Thread = tuple  # (lexeme index, origin set, dfa state)
@@ -40,8 +40,10 @@ class CfgState:
 
 
 def scan_cache(vocab: Vocabulary) -> ScanCache:
+    """The vocabulary's shared scan cache; replaced by a fresh one once it grows
+    past MAX_ENTRIES (memos keyed by scope ids carry the cache's identity)."""
     cache = vocab.mask_cache.get("cfg_scan")
-    if cache is None:
+    if cache is None or cache.entries > MAX_ENTRIES:
         cache = vocab.mask_cache["cfg_scan"] = ScanCache(vocab)
     return cache
 
@@ -54,8 +56,8 @@ class CfgAutomaton:
         self.vocab = vocab
         self.parser = Parser(bnf)
         self.lexemes = bnf.lexemes
-        self.scans = scan_cache(vocab)
-        self.follow_ids = [self.scans.follow_id(f) for f in follow_first_bytes(bnf, self.parser.nullable)]
+        self.follow_bytes = follow_first_bytes(bnf, self.parser.nullable)
+        self._follow_ids: tuple[ScanCache | None, list[int]] = (None, [])
         self._initial = self._with_new_threads(self.parser.initial_chart(), ())
 
     # ------------------------------------------------------------- stepping
@@ -126,6 +128,10 @@ class CfgAutomaton:
     def fill_mask(self, state: CfgState, row: np.ndarray) -> None:
         rows: list[np.ndarray] = []
         ids: list[np.ndarray] = []
+        scans = scan_cache(self.vocab)
+        if self._follow_ids[0] is not scans:
+            self._follow_ids = (scans, [scans.follow_id(f) for f in self.follow_bytes])
+        self.scans, self.follow_ids = scans, self._follow_ids[1]
         self._explore(state.chart, state.threads, ROOT, rows, ids)
         if rows:
             np.copyto(row, rows[0])
@@ -165,13 +171,14 @@ class CfgAutomaton:
             after = last.memo[key] = (next_chart[len(chart)],
                                       self._with_new_threads(next_chart, ()).threads)
         item_set, threads = after
-        found = item_set.memo.get(scope)
+        memo_key = (self.scans.generation, scope)
+        found = item_set.memo.get(memo_key)
         if found is None:
             local: list[np.ndarray] = []
             self._explore(chart.append(item_set), threads, scope, [], local)
             # duplicates are fine here (fill_mask dedups once); sorting per level is not
             found = local[0] if len(local) == 1 else np.concatenate(local) if local else _NO_IDS
-            item_set.memo[scope] = found
+            item_set.memo[memo_key] = found
         return found
 
 

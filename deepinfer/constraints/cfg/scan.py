@@ -15,6 +15,7 @@ position, never a Python loop over tokens. Knows nothing about parsing.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +24,7 @@ from ..masks import pack_mask
 from ..vocab import Vocabulary
 
 ROOT = 0
+MAX_ENTRIES = 20_000_000  # scope entries kept per vocabulary (16 bytes each) before a reset
 
 
 @dataclass
@@ -43,12 +45,16 @@ class Run:
 class ScanCache:
     """Per-vocabulary scopes and runs (shared by every grammar on this vocabulary)."""
 
+    _generations = itertools.count()
+
     def __init__(self, vocab: Vocabulary) -> None:
         self.vocab = vocab
+        self.generation = next(ScanCache._generations)  # scope ids are only valid with it
         n = len(vocab.sorted_ids)
         self.ascii_sig, self.non_ascii = _ascii_signatures(vocab)
         self.scopes: list[Scope] = [Scope(np.arange(n, dtype=np.int64), np.zeros(n, np.int64))]
         self.runs: dict[tuple, Run] = {}
+        self.entries = n
         self.follow_ids: dict[bytes, int] = {}
         self.follows: list[np.ndarray] = []
 
@@ -148,6 +154,7 @@ class ScanCache:
         if hit_idx and sum(len(h) for h in hit_idx):
             child = len(self.scopes)
             self.scopes.append(Scope(np.concatenate(hit_idx), np.concatenate(hit_off)))
+            self.entries += len(self.scopes[-1].positions)
         ids = vocab.sorted_ids[np.concatenate(inside)] if inside else np.zeros(0, np.int32)
         if scope_id == ROOT:
             row = pack_mask(ids, vocab)

@@ -45,7 +45,7 @@ def case_insensitive(expr: ir.Expr) -> ir.Expr:
 
 def _fold_class(cls: ir.CharClass) -> ir.Expr:
     """Add every character Python's re.IGNORECASE matches with a member (lark uses re)."""
-    folds = _case_folds()
+    folds = _ASCII_FOLDS if all(hi < 0x80 for _, hi in cls.ranges) else _case_folds()
     extra = []
     for lo, hi in cls.ranges:
         if hi - lo > 0x3000:  # a huge range: fold only the characters that have other cases
@@ -60,6 +60,15 @@ def _fold_class(cls: ir.CharClass) -> ir.Expr:
     return folded
 
 
+# What re.IGNORECASE matches with each ASCII letter (the full table below takes
+# about a second to build, and keywords are ASCII).
+_ASCII_FOLDS: dict[int, tuple[int, ...]] = {
+    **{ord(c): (ord(c.upper()),) for c in "abcdefghjlmnopqrtuvwxyz"},
+    **{ord(c): (ord(c.lower()),) for c in "ABCDEFGHJLMNOPQRTUVWXYZ"},
+    ord("i"): (0x49, 0x130, 0x131), ord("I"): (0x69, 0x130, 0x131),
+    ord("s"): (0x53, 0x17F), ord("S"): (0x73, 0x17F),
+    ord("k"): (0x4B, 0x212A), ord("K"): (0x6B, 0x212A),
+}
 _FOLDS: dict[int, tuple[int, ...]] = {}
 
 
