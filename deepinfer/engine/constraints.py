@@ -7,6 +7,7 @@ running. A compile error becomes that request's error message.
 
 from __future__ import annotations
 
+import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -19,6 +20,7 @@ class ConstraintService:
         self._tokenizer = tokenizer
         self._vocab_size = vocab_size
         self._compiler: GrammarCompiler | None = None
+        self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="deepinfer-compile")
         self.compile_seconds = 0.0
         self.num_compiled = 0
@@ -27,11 +29,12 @@ class ConstraintService:
     @property
     def compiler(self) -> GrammarCompiler:
         """Built on first use: the vocabulary scan costs time a model without constraints never pays."""
-        if self._compiler is None:
-            vocab = Vocabulary.from_tokenizer(self._tokenizer.backend, vocab_size=self._vocab_size,
-                                              eos_ids=self._tokenizer.eos_token_ids)
-            self._compiler = GrammarCompiler(vocab)
-        return self._compiler
+        with self._lock:  # the server thread and the compile pool may both ask first
+            if self._compiler is None:
+                vocab = Vocabulary.from_tokenizer(self._tokenizer.backend, vocab_size=self._vocab_size,
+                                                  eos_ids=self._tokenizer.eos_token_ids)
+                self._compiler = GrammarCompiler(vocab)
+            return self._compiler
 
     def submit(self, params: SamplingParams) -> Future:
         return self._pool.submit(self._compile, params)
