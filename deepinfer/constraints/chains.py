@@ -149,26 +149,23 @@ def loop_cover(vocab: Vocabulary, bits: np.ndarray) -> Cover:
     return _cached(vocab, "loop_cover", bits.tobytes(), build)
 
 
-def chain_mask(vocab: Vocabulary, inter: np.ndarray, live: np.ndarray | None):
-    """(packed row of covered tokens, positions still to walk) for a chain.
+def chain_parts(vocab: Vocabulary, inter: np.ndarray):
+    """(cover, max characters or None, packed row of the covered tokens) for a chain.
 
     A chain over one character set (bounded repetition of one class) reuses the
-    loop cover of that set, minus the tokens with too many characters."""
+    loop cover of that set, limited to tokens of at most len(inter) - 1 characters."""
     from .masks import pack_mask
 
-    k = inter.shape[0]
     if (inter[1:] == inter[1]).all():
-        lc = loop_cover(vocab, inter[1])
-        long = lc.longer_than(vocab, k - 1)
-        row = lc.row
+        cover = loop_cover(vocab, inter[1])
+        limit = inter.shape[0] - 1
+        long = cover.longer_than(vocab, limit)
+        row = cover.row
         if long.size:
             row = row & ~pack_mask(vocab.sorted_ids.take(long), vocab)
-        rest = np.concatenate([lc.rest, long])
-        keys = np.concatenate([lc.rest_keys, vocab.sorted_keys.take(long)])
-    else:
-        cover = chain_cover(vocab, inter)
-        row, rest, keys = cover.row, cover.rest, cover.rest_keys
-    return row, (rest if live is None else rest[live.take(keys)])
+        return cover, limit, row
+    cover = chain_cover(vocab, inter)
+    return cover, None, cover.row
 
 
 def chain_cover(vocab: Vocabulary, inter: np.ndarray) -> Cover:

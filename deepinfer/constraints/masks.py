@@ -12,7 +12,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from .chains import Loops, chain, chain_cover, chain_mask, loop_bits, loop_cover  # noqa: F401
+from .chains import Loops, chain, chain_cover, chain_parts, loop_bits, loop_cover  # noqa: F401
 from .vocab import SIG_LEVELS, Vocabulary
 
 _EMPTY = np.zeros(0, dtype=np.int32)
@@ -38,7 +38,11 @@ def token_candidates(trans: np.ndarray, state: int, vocab: Vocabulary) -> np.nda
     live = live_keys(trans, state)
     if live is None:
         return np.zeros(0, dtype=np.int64)
-    keys = np.flatnonzero(live)
+    return _ranges(np.flatnonzero(live), vocab)
+
+
+def _ranges(keys: np.ndarray, vocab: Vocabulary) -> np.ndarray:
+    """The positions of all tokens with these prefix keys, ascending."""
     starts = vocab.pair_start[keys]
     counts = vocab.pair_start[keys + 1] - starts
     total = int(counts.sum())
@@ -85,15 +89,31 @@ def state_mask(trans: np.ndarray, state: int, vocab: Vocabulary, loops: "Loops")
     chain from it (chains.py), come from a per-vocabulary cache keyed by the
     character sets (every JSON string body shares one), so only the other
     candidates are walked."""
-    base = None
+    live = live_keys(trans, state)
+    if live is None:
+        return np.zeros(vocab.words, dtype=np.int32)
+    cover = limit = base = None
     if loops.any[state]:
         cover = loop_cover(vocab, loops.bits[state])
-        live = live_keys(trans, state)
-        base, idx = cover.row, (cover.rest if live is None else cover.rest[live.take(cover.rest_keys)])
+        base = cover.row
     elif (ch := chain(loops, state)) is not None:
-        base, idx = chain_mask(vocab, ch[0], live_keys(trans, state))
+        cover, limit, base = chain_parts(vocab, ch[0])
+    keys = np.flatnonzero(live)
+    if cover is None:
+        idx = _ranges(keys, vocab)
     else:
-        idx = token_candidates(trans, state, vocab)
+        long = cover.longer_than(vocab, limit) if limit is not None else np.zeros(0, np.int64)
+        candidates = int((vocab.pair_start[keys + 1] - vocab.pair_start[keys]).sum())
+        if candidates <= cover.rest.size + long.size:  # few candidates: filter them
+            idx = _ranges(keys, vocab)
+            done = cover.covered.take(idx)
+            if limit is not None:
+                done &= vocab.sorted_nchars.take(idx) <= limit
+            idx = idx[~done]
+        else:                                           # most tokens covered: filter the rest
+            idx = cover.rest[live.take(cover.rest_keys)]
+            if long.size:
+                idx = np.concatenate([idx, long[live.take(vocab.sorted_keys.take(long))]])
     pos, _ = _walk(trans, state, vocab, idx, loops)
     row = pack_mask(vocab.sorted_ids.take(pos), vocab)
     return row if base is None else np.bitwise_or(row, base)
