@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse
 
 from deepinfer.server import sse
 from deepinfer.server.errors import APIError
@@ -58,7 +58,7 @@ async def messages(request: Request):
     await state.validator.validate(job.constraint)
     msg_id = new_id("msg_")
     if req.stream:
-        return StreamingResponse(_events(state, job, msg_id), media_type="text/event-stream")
+        return sse.response(_events(state, job, msg_id))
     results = await collect(state, job, msg_id, request)
     raise_if_failed(results)
     blocks = content_blocks(job, results[0])

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse
 
 from deepinfer.server import format_openai as fmt
 from deepinfer.server import sse
@@ -25,8 +25,7 @@ async def chat_completions(request: Request):
     request_id = fmt.new_id("chatcmpl-")
     if req.stream:
         include_usage = bool(req.stream_options and req.stream_options.include_usage)
-        return StreamingResponse(_chat_events(state, job, request_id, include_usage),
-                                 media_type="text/event-stream")
+        return sse.response(_chat_events(state, job, request_id, include_usage))
     results = await collect(state, job, request_id, request)
     return JSONResponse(fmt.chat_completion(job, results, state.config.model_name, usage_of(job, results)))
 
@@ -65,8 +64,7 @@ async def completions(request: Request):
     request_id = fmt.new_id("cmpl-")
     if req.stream:
         include_usage = bool(req.stream_options and req.stream_options.include_usage)
-        return StreamingResponse(_completion_events(state, job, request_id, include_usage, req.echo),
-                                 media_type="text/event-stream")
+        return sse.response(_completion_events(state, job, request_id, include_usage, req.echo))
     results = await collect(state, job, request_id, request)
     return JSONResponse(fmt.completion(job, results, state.config.model_name, usage_of(job, results),
                                        req.echo))

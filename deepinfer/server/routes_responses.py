@@ -6,7 +6,7 @@ import json
 import time
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse
 
 from deepinfer.server import sse
 from deepinfer.server.errors import APIError
@@ -75,7 +75,7 @@ async def responses(request: Request):
     await state.validator.validate(job.constraint)
     resp_id, created, model = new_id("resp_"), int(time.time()), state.config.model_name
     if req.stream:
-        return StreamingResponse(_events(state, req, job, resp_id, created), media_type="text/event-stream")
+        return sse.response(_events(state, req, job, resp_id, created))
     results = await collect(state, job, resp_id, request)
     raise_if_failed(results)
     output = output_items(job, results[0], new_id("msg_"))

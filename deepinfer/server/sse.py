@@ -17,3 +17,13 @@ def event(name: str, payload: dict) -> str:
 
 
 DONE = data("[DONE]")
+
+# Proxies must pass events through as they come, not buffer or cache them.
+HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+def response(events):
+    """A streaming HTTP response of already-framed SSE text."""
+    from fastapi.responses import StreamingResponse
+
+    return StreamingResponse(events, media_type="text/event-stream", headers=HEADERS)
