@@ -238,6 +238,19 @@ def _bound_repeat(item: Expr, a: int, b: int | None, lo: int, hi: int | None):
     return repeat(inner, cnt_lo, n_hi), False
 
 
+MAX_SPREADS = 64
+
+
+def _spreads(total: int, parts: int):
+    """All ways to write `total` as an ordered sum of `parts` non-negative integers."""
+    if parts == 1:
+        yield (total,)
+        return
+    for first in range(total + 1):
+        for rest in _spreads(total - first, parts - 1):
+            yield (first, *rest)
+
+
 def _bound_seq(items: list[Expr], lo: int, hi: int | None):
     mins = [min_len(i) for i in items]
     maxs = [max_len(i) for i in items]
@@ -247,6 +260,16 @@ def _bound_seq(items: list[Expr], lo: int, hi: int | None):
         k = variable[0]
         part, exact = bound_length(items[k], max(lo - fixed, 0), None if hi is None else hi - fixed)
         return seq(*items[:k], part, *items[k + 1:]), exact
+    if hi is None:  # only a lower bound: every way to spread the missing length is exact
+        spreads = list(_spreads(max(lo - sum(mins), 0), len(variable)))
+        if len(spreads) <= MAX_SPREADS:
+            alts = []
+            for extra in spreads:
+                out = list(items)
+                for n, k in enumerate(variable):
+                    out[k], _ = bound_length(items[k], mins[k] + extra[n], None)
+                alts.append(seq(*out))
+            return alt(*alts), True
     # several variable parts: split the slack evenly (sound, not exact)
     out = list(items)
     base = sum(mins)
