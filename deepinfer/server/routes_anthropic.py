@@ -12,7 +12,7 @@ from deepinfer.server.errors import APIError
 from deepinfer.server.format_openai import new_id, raise_if_failed, resolve_tool_call
 from deepinfer.server.job import ChoiceResult, Job, Usage
 from deepinfer.server.protocol.anthropic import MessagesRequest
-from deepinfer.server.state import collect, get_state, parse_body, usage_of
+from deepinfer.server.state import admit, collect, get_state, parse_body, usage_of
 from deepinfer.server.translate_anthropic import messages_job
 
 router = APIRouter()
@@ -55,7 +55,7 @@ async def messages(request: Request):
     state = get_state(request)
     req = await parse_body(request, MessagesRequest)
     job = messages_job(req, state.tokenizer, state.config)
-    await state.validator.validate(job.constraint)
+    await admit(state, job)
     msg_id = new_id("msg_")
     if req.stream:
         return sse.response(_events(state, job, msg_id))

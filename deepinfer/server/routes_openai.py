@@ -10,7 +10,7 @@ from deepinfer.server import sse
 from deepinfer.server.errors import APIError
 from deepinfer.server.job import ChoiceResult
 from deepinfer.server.protocol.openai import ChatCompletionRequest, CompletionRequest
-from deepinfer.server.state import collect, get_state, parse_body, usage_of
+from deepinfer.server.state import admit, collect, get_state, parse_body, usage_of
 from deepinfer.server.translate_openai import chat_job, completion_job
 
 router = APIRouter()
@@ -21,7 +21,7 @@ async def chat_completions(request: Request):
     state = get_state(request)
     req = await parse_body(request, ChatCompletionRequest)
     job = chat_job(req, state.tokenizer, state.config)
-    await state.validator.validate(job.constraint)
+    await admit(state, job)
     request_id = fmt.new_id("chatcmpl-")
     if req.stream:
         include_usage = bool(req.stream_options and req.stream_options.include_usage)
@@ -60,7 +60,7 @@ async def completions(request: Request):
     state = get_state(request)
     req = await parse_body(request, CompletionRequest)
     job = completion_job(req, state.tokenizer, state.config)
-    await state.validator.validate(job.constraint)
+    await admit(state, job)
     request_id = fmt.new_id("cmpl-")
     if req.stream:
         include_usage = bool(req.stream_options and req.stream_options.include_usage)

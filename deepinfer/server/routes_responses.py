@@ -13,7 +13,7 @@ from deepinfer.server.errors import APIError
 from deepinfer.server.format_openai import new_id, raise_if_failed, resolve_tool_call
 from deepinfer.server.job import ChoiceResult, Job, TokenLogprob, Usage
 from deepinfer.server.protocol.responses import ResponsesRequest
-from deepinfer.server.state import collect, get_state, parse_body, usage_of
+from deepinfer.server.state import admit, collect, get_state, parse_body, usage_of
 from deepinfer.server.translate_responses import responses_job
 
 router = APIRouter()
@@ -72,7 +72,7 @@ async def responses(request: Request):
     state = get_state(request)
     req = await parse_body(request, ResponsesRequest)
     job = responses_job(req, state.tokenizer, state.config)
-    await state.validator.validate(job.constraint)
+    await admit(state, job)
     resp_id, created, model = new_id("resp_"), int(time.time()), state.config.model_name
     if req.stream:
         return sse.response(_events(state, req, job, resp_id, created))

@@ -40,6 +40,11 @@ class Runner:
         self.tokenizer = tokenizer
         self.params_cls = params_cls
 
+    def check(self, job: Job) -> None:
+        """Build the engine parameters once at admission, so that a value the engine refuses
+        is a 400 before the response starts rather than a failed stream."""
+        sampling_params(job, 0, self.params_cls)
+
     def _token_text(self, token_id: int) -> str:
         return self.tokenizer.decode([token_id], skip_special_tokens=False)
 

@@ -60,6 +60,13 @@ async def parse_body(request: Request, model: type[BaseModel]) -> Any:
         raise from_validation_error(exc) from None
 
 
+async def admit(state: ServerState, job: Job) -> None:
+    """Everything that can refuse a request, before its response starts: the constraint
+    compiles, and the engine accepts the sampling parameters."""
+    await state.validator.validate(job.constraint)
+    state.runner.check(job)
+
+
 def usage_of(job: Job, results: list[ChoiceResult]) -> Usage:
     return Usage(prompt_tokens=len(job.prompt_token_ids),
                  completion_tokens=sum(len(r.token_ids) for r in results),

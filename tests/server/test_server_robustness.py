@@ -196,3 +196,11 @@ def test_many_concurrent_requests_match_their_solo_runs(server):
     together, solo = asyncio.run(scenario())
     assert all(re.fullmatch("[a-z]{3,10}", t) for t in together)
     assert [together[i] for i in (0, 7, 15)] == solo  # seeded: batch composition changes nothing
+
+
+def test_engine_refused_sampling_values_are_400_before_streaming(server):
+    r = post(server, "/v1/chat/completions", {**CHAT, "stream": True, "top_k": -5})
+    assert r.status_code == 400, r.text
+    r = post(server, "/v1/chat/completions", {**CHAT, "stream": True, "min_p": 0.5, "top_p": 0.5,
+                                              "logit_bias": {"abc": 1}})
+    assert r.status_code == 400 and "logit_bias" in r.json()["error"]["message"]
