@@ -22,7 +22,7 @@ def build_state(engine: Any, tokenizer: Any, compiler: Any, config: ServerConfig
                 params_cls=None) -> ServerState:
     metrics = Metrics()
     return ServerState(config=config, engine=engine, tokenizer=tokenizer,
-                       runner=Runner(engine, tokenizer, params_cls),
+                       runner=Runner(engine, tokenizer, params_cls, getattr(compiler, "vocab", None)),
                        validator=ConstraintValidator(compiler, metrics.record_compile, config.json_whitespace),
                        metrics=metrics)
 

@@ -38,9 +38,12 @@ def raise_if_failed(results: list[ChoiceResult]) -> None:
 
 
 def token_logprob_json(lp: TokenLogprob) -> dict:
-    def entry(token: str, logprob: float) -> dict:
-        return {"token": token, "logprob": logprob, "bytes": list(token.encode("utf-8"))}
-    return {**entry(lp.token, lp.logprob), "top_logprobs": [entry(t, p) for t, _, p in lp.top]}
+    def entry(token: str, logprob: float, raw: list[int] | None) -> dict:
+        return {"token": token, "logprob": logprob,
+                "bytes": raw if raw is not None else list(token.encode("utf-8"))}
+    tops = lp.top_bytes or [None] * len(lp.top)
+    return {**entry(lp.token, lp.logprob, lp.bytes),
+            "top_logprobs": [entry(t, p, raw) for (t, _, p), raw in zip(lp.top, tops)]}
 
 
 def chat_logprobs(job: Job, logprobs: list[TokenLogprob]) -> dict | None:

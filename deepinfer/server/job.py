@@ -55,6 +55,8 @@ class TokenLogprob:
     token_id: int
     logprob: float
     top: list[tuple[str, int, float]] = field(default_factory=list)  # (token, id, logprob)
+    bytes: list[int] | None = None  # the token's exact bytes (a token may end mid-character)
+    top_bytes: list[list[int] | None] = field(default_factory=list)
 
 
 @dataclass

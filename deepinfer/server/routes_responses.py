@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse
 
 from deepinfer.server import sse
 from deepinfer.server.errors import APIError
-from deepinfer.server.format_openai import new_id, raise_if_failed, resolve_tool_call
+from deepinfer.server.format_openai import new_id, raise_if_failed, resolve_tool_call, token_logprob_json
 from deepinfer.server.job import ChoiceResult, Job, TokenLogprob, Usage
 from deepinfer.server.protocol.responses import ResponsesRequest
 from deepinfer.server.state import admit, collect, get_state, parse_body, usage_of
@@ -22,9 +22,7 @@ router = APIRouter()
 def _logprobs(job: Job, lps: list[TokenLogprob]) -> list[dict]:
     if job.sampling.logprobs is None:
         return []
-    return [{"token": lp.token, "logprob": lp.logprob, "bytes": list(lp.token.encode()),
-             "top_logprobs": [{"token": t, "logprob": p, "bytes": list(t.encode())} for t, _, p in lp.top]}
-            for lp in lps]
+    return [token_logprob_json(lp) for lp in lps]  # the same entry shape as Chat Completions
 
 
 def _usage(usage: Usage) -> dict:

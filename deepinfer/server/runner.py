@@ -35,10 +35,17 @@ class _Phase:
 
 
 class Runner:
-    def __init__(self, engine: Any, tokenizer: Any, params_cls=None) -> None:
+    def __init__(self, engine: Any, tokenizer: Any, params_cls=None, vocab: Any = None) -> None:
         self.engine = engine
         self.tokenizer = tokenizer
         self.params_cls = params_cls
+        self.vocab = vocab  # constraints Vocabulary: exact token bytes for logprobs, when known
+
+    def _token_bytes(self, token_id: int) -> list[int] | None:
+        table = getattr(self.vocab, "token_bytes", None)
+        if table is None or not 0 <= token_id < len(table) or table[token_id] is None:
+            return None
+        return list(table[token_id])
 
     def check(self, job: Job) -> None:
         """Build the engine parameters once at admission, so that a value the engine refuses
@@ -54,7 +61,9 @@ class Runner:
         for entry in getattr(completion, "logprobs", None) or []:
             top = sorted(entry.top.items(), key=lambda kv: -kv[1])
             result.append(TokenLogprob(self._token_text(entry.token_id), entry.token_id, float(entry.logprob),
-                                       [(self._token_text(t), t, float(lp)) for t, lp in top]))
+                                       [(self._token_text(t), t, float(lp)) for t, lp in top],
+                                       self._token_bytes(entry.token_id),
+                                       [self._token_bytes(t) for t, _ in top]))
         return result
 
     async def _run_phase(self, prompt_ids: list[int], params: Any, request_id: str, index: int,

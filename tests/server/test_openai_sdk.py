@@ -93,6 +93,9 @@ def test_logprobs(client):
     content = r.choices[0].logprobs.content
     assert len(content) == r.usage.completion_tokens
     assert all(lp.logprob <= 0 and len(lp.top_logprobs) <= 2 for lp in content)
+    # exact token bytes: together they spell the reply (plus the end-of-sequence token's own bytes)
+    assert bytes(b for lp in content for b in lp.bytes).decode("utf-8", "replace").startswith(
+        r.choices[0].message.content)
 
 
 def test_tools_required(client):
