@@ -147,6 +147,9 @@ def chat_job(req: ChatCompletionRequest, tokenizer: Any, config: ServerConfig) -
 def completion_job(req: CompletionRequest, tokenizer: Any, config: ServerConfig) -> Job:
     if req.suffix is not None:
         raise bad_request("'suffix' (insertion) is not supported", param="suffix")
+    if req.reasoning_aware:  # raw text has no place to put the reasoning apart from the answer
+        raise bad_request("'reasoning_aware' is supported on chat routes only (chat completions, "
+                          "responses, messages)", param="reasoning_aware")
     if req.best_of is not None and req.best_of != req.n:
         raise bad_request("'best_of' different from 'n' is not supported", param="best_of")
     if req.stream_options is not None and not req.stream:
@@ -169,9 +172,7 @@ def completion_job(req: CompletionRequest, tokenizer: Any, config: ServerConfig)
     max_tokens = config.max_tokens(req.max_tokens, len(ids))
     check_context(ids, max_tokens, config.max_model_len)
     return Job(prompt_token_ids=ids, prompt_text=text, sampling=sampling(req, max_tokens, req.logprobs),
-               n=req.n, constraint=constraint, reasoning_aware=_reasoning(req, config),
-               reasoning_end=config.reasoning_end,
-               json_whitespace=config.json_whitespace)
+               n=req.n, constraint=constraint, json_whitespace=config.json_whitespace)
 
 
 def _reasoning(req, config: ServerConfig) -> bool:

@@ -204,3 +204,8 @@ def test_engine_refused_sampling_values_are_400_before_streaming(server):
     r = post(server, "/v1/chat/completions", {**CHAT, "stream": True, "min_p": 0.5, "top_p": 0.5,
                                               "logit_bias": {"abc": 1}})
     assert r.status_code == 400 and "logit_bias" in r.json()["error"]["message"]
+
+
+def test_completions_refuse_reasoning_aware(server):
+    r = post(server, "/v1/completions", {"model": "tiny", "prompt": "x", "reasoning_aware": True, "regex": "a"})
+    assert r.status_code == 400 and "chat routes only" in r.json()["error"]["message"]
