@@ -28,6 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--system", default=None, help="system message placed before the prompt")
     parser.add_argument("--dtype", choices=DTYPES, default="float32",
                         help="weight and activation dtype (default float32)")
+    from deepinfer.cli.constraint_args import add_constraint_arguments
+    add_constraint_arguments(parser, required=False)  # --schema / --regex / --grammar [--syntax]
     parser.add_argument("--stats", action="store_true",
                         help="print token counts and decode speed to stderr")
 
@@ -51,7 +53,27 @@ def build_messages(prompt: str, system: str | None) -> list[dict[str, str]]:
     return [*messages, {"role": "user", "content": prompt}]
 
 
+def run_constrained(args: argparse.Namespace, constraint: dict) -> int:
+    """A constrained reply goes through the engine, which applies the constraint's token masks."""
+    from deepinfer import LLM, SamplingParams
+
+    llm = LLM(args.model, dtype=args.dtype)
+    prompt = llm.tokenizer.apply_chat_template(build_messages(args.prompt, args.system),
+                                               add_generation_prompt=True)
+    params = SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed,
+                            **constraint)
+    for text in llm.stream(prompt, params):
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    sys.stdout.write("\n")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    from deepinfer.cli.constraint_args import constraint_from_args
+    constraint = constraint_from_args(args)
+    if constraint:
+        return run_constrained(args, constraint)
     import torch
 
     from deepinfer.generation import generate
