@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import time
 from typing import Any
 
 from deepinfer.constraints import ir
@@ -29,6 +30,8 @@ from .json_refs import Node, RefError, Refs
 from .json_text import Whitespace, any_string, value_text
 from .json_numbers import NUMBER_TEXT
 
+SINGLE_DFA_MAX_NFA_STATES = 50_000  # larger regular grammars go to the context-free back end
+_DEAD = "unproductive"  # a rule with no finite derivation: referencing it changes no language
 DEFAULT_ANY_DEPTH = None  # unconstrained values nest freely (recursive rule, context-free back end)
 _TYPE_KEYWORDS = {
     "string": {"minLength", "maxLength", "pattern", "format"},
@@ -41,17 +44,51 @@ _TYPE_KEYWORDS = {
 _UNSUPPORTED = {"$dynamicRef", "$recursiveRef", "unevaluatedProperties", "unevaluatedItems"}
 
 
+def compile_json_schema(compiler, schema, **options):
+    """GrammarCompiler's back-end choice for JSON Schema (called by compile_json_schema).
+
+    A regular grammar of moderate size becomes one DFA (fastest masks). A recursive or
+    large one goes to the context-free back end with every sub-schema in its own rule
+    (`split=True`), so that back end compiles many small lexeme DFAs (shared when equal,
+    e.g. forty `maxLength: 256` strings) instead of one huge automaton.
+    """
+    from deepinfer.constraints.compiler import CompiledConstraint, is_recursive
+    from deepinfer.constraints.nfa import build_nfa
+
+    t0 = time.perf_counter()
+    grammar = lower_json_schema(schema, **options)
+    t1 = time.perf_counter()
+    regular = not is_recursive(grammar)
+    if regular:
+        try:
+            build_nfa(grammar, SINGLE_DFA_MAX_NFA_STATES)
+        except ConstraintError:
+            regular = False
+    if regular:
+        automaton = compiler.build_automaton(grammar)
+    else:
+        automaton = compiler.build_automaton(lower_json_schema(schema, split=True, **options))
+    stats = {"lower_s": t1 - t0, "build_s": time.perf_counter() - t1,
+             "back_end": "dfa" if regular else "cfg"}
+    dfa = getattr(automaton, "dfa", None)
+    if dfa is not None:
+        stats["dfa_states"] = dfa.num_states
+    return CompiledConstraint("json_schema", grammar, automaton, compiler.vocab, stats)
+
+
 def lower_json_schema(schema, *, whitespace: str = "default", strict: bool | list[str] = True,
-                      any_depth: int | None = DEFAULT_ANY_DEPTH) -> ir.Grammar:
+                      any_depth: int | None = DEFAULT_ANY_DEPTH, split: bool = False) -> ir.Grammar:
     """Lower a JSON Schema (dict, JSON text or Pydantic model class) to an IR grammar.
 
     whitespace: "default" (json.dumps/pretty-printer whitespace, bounded runs), "compact"
     (none) or "unbounded". strict: True fails on any keyword that is not enforced; False
     (or a list of keyword names) skips those (all, or the named ones) and records them in
     `Grammar.annotations`. any_depth: how deep unconstrained values (`{}`, `true`) may
-    nest; None makes them recursive (context-free back end).
+    nest; None makes them recursive (context-free back end). split: put every sub-schema
+    in its own non-regular rule (same language), for the context-free back end.
     """
     lowerer = Lowerer(load_schema(schema), Whitespace(whitespace), strict, any_depth)
+    lowerer.split = split
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 20_000))  # deep schemas recurse once per level
     try:
@@ -90,6 +127,7 @@ class Lowerer:
         self._validators: dict[str, Any] = {}
         self.composition = Composition(self)
         self._counter = 0
+        self.split = False
 
     # ----------------------------------------------------------------- entry
     def grammar(self) -> ir.Grammar:
@@ -119,6 +157,17 @@ class Lowerer:
     # ------------------------------------------------------------- lowering
     def lower(self, node: Node, memo: bool = True) -> Expr:
         """The JSON text language of the values valid against `node`."""
+        expr = self._lower(node, memo)
+        if not self.split or expr == ir.NOTHING or isinstance(expr, (ir.Literal, ir.RuleRef, ir.CharClass)):
+            return expr
+        # split mode: its own rule, made non-regular by an alternative that derives nothing
+        if _DEAD not in self.rules:
+            self.rules[_DEAD] = ir.seq(literal("\x00"), ir.RuleRef(_DEAD))
+        name = self.fresh("value")
+        self.rules[name] = alt(expr, ir.RuleRef(_DEAD))
+        return ir.RuleRef(name)
+
+    def _lower(self, node: Node, memo: bool) -> Expr:
         s = node.schema
         if s is True or s == {} or (isinstance(s, dict) and not set(s) & _all_validation()):
             return self.any_value()
