@@ -75,7 +75,7 @@ def test_matching_strings_are_accepted_along_their_tokenization(env, data):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("env", VOCABS, indirect=True)
-@settings(max_examples=500, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_matching_strings_are_accepted_many(env, data):
     compiler, tokenizer = env
