@@ -15,6 +15,7 @@ Contract:
   None if the token is not allowed; it is never called with an eos id;
 - `is_accepting(state)`: the text so far is a complete sentence (eos allowed);
 - `forced_bytes(state)`: bytes every continuation must start with (b"" if none);
+- `advance_bytes(state, data)`: the state after raw bytes, or None (Matcher.accept_string);
 - none of these raise for disallowed input: they return None / empty.
 """
 
@@ -38,3 +39,5 @@ class TokenAutomaton(Protocol):
     def is_accepting(self, state: Hashable) -> bool: ...
 
     def forced_bytes(self, state: Hashable) -> bytes: ...
+
+    def advance_bytes(self, state: Hashable, data: bytes) -> Hashable | None: ...
