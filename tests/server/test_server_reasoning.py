@@ -40,13 +40,14 @@ def test_answer_is_constrained_after_reasoning(thinking_server, tiny_engine):
 
 def test_anthropic_thinking_block(thinking_server):
     client = anthropic.Anthropic(base_url=thinking_server.url, api_key="x", max_retries=0)
-    # No logit_bias on this protocol: the model reasons until it happens to emit the tag (or EOS).
-    m = client.messages.create(model="tiny", max_tokens=400, messages=[{"role": "user", "content": "hi"}],
+    # No logit_bias on this protocol: the model reasons until it happens to emit the tag (or EOS),
+    # about 1 token in 128 for this random model: 1000 tokens leave that no realistic chance to fail.
+    m = client.messages.create(model="tiny", max_tokens=1000, messages=[{"role": "user", "content": "hi"}],
                                extra_body={"regex": "(yes|no)", "seed": 2})
     assert m.stop_reason == "end_turn", m
     assert [b.type for b in m.content] == ["thinking", "text"]
     assert m.content[0].thinking and m.content[1].text in ("yes", "no")
-    with client.messages.stream(model="tiny", max_tokens=400, messages=[{"role": "user", "content": "hi"}],
+    with client.messages.stream(model="tiny", max_tokens=1000, messages=[{"role": "user", "content": "hi"}],
                                 extra_body={"regex": "(yes|no)", "seed": 2}) as stream:
         final = stream.get_final_message()
     assert [b.type for b in final.content] == ["thinking", "text"]
@@ -55,7 +56,7 @@ def test_anthropic_thinking_block(thinking_server):
 
 def test_responses_reasoning_item(thinking_server):
     client = openai.OpenAI(base_url=thinking_server.url + "/v1", api_key="x", max_retries=0)
-    kw = dict(model="tiny", input="hi", max_output_tokens=400, extra_body={"regex": "(yes|no)", "seed": 2})
+    kw = dict(model="tiny", input="hi", max_output_tokens=1000, extra_body={"regex": "(yes|no)", "seed": 2})
     r = client.responses.create(**kw)
     assert [item.type for item in r.output] == ["reasoning", "message"], r.output
     assert r.output[0].content[0].text and r.output_text in ("yes", "no")
