@@ -26,6 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reasoning-aware", action="store_true",
                         help="apply constraints only after the model's </think> (per-request "
                              "field 'reasoning_aware' overrides)")
+    parser.add_argument("--reasoning-end", default="</think>",
+                        help="the text (or single token) that ends a thinking model's reasoning "
+                             "(default </think>)")
     parser.add_argument("--json-whitespace", choices=("default", "compact", "unbounded"), default=None,
                         help="whitespace JSON Schema outputs may contain: default (pretty-printer "
                              "style, bounded runs), compact (none) or unbounded")
@@ -41,5 +44,5 @@ def run(args: argparse.Namespace) -> int:
     serve(args.model, host=args.host, port=args.port, api_key=args.api_key,
           model_name=args.served_model_name, reasoning_aware=args.reasoning_aware,
           default_max_tokens=args.max_tokens_default, engine_kwargs=engine_kwargs, log_level=args.log_level,
-          json_whitespace=args.json_whitespace)
+          json_whitespace=args.json_whitespace, reasoning_end=args.reasoning_end)
     return 0

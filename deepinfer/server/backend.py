@@ -38,7 +38,7 @@ def _engine_compiler(engine: Any, model_path: Path):
 
 
 def load_state(model: str | None = None, *, api_key: str | None = None, model_name: str | None = None,
-               json_whitespace: str | None = None,
+               json_whitespace: str | None = None, reasoning_end: str = "</think>",
                reasoning_aware: bool = False, default_max_tokens: int = 512,
                engine_kwargs: dict | None = None) -> ServerState:
     """Load the model and start the AsyncEngine for serving."""
@@ -52,5 +52,6 @@ def load_state(model: str | None = None, *, api_key: str | None = None, model_na
     max_len = getattr(getattr(engine, "model_config", None), "max_position_embeddings", None)
     config = ServerConfig(model_name=model_name or Path(model or path).name, api_key=api_key,
                           default_max_tokens=default_max_tokens, max_model_len=max_len,
-                          reasoning_aware=reasoning_aware, json_whitespace=json_whitespace)
+                          reasoning_aware=reasoning_aware, json_whitespace=json_whitespace,
+                          reasoning_end=reasoning_end)
     return build_state(engine, tokenizer, _engine_compiler(engine, path), config)

@@ -19,7 +19,8 @@ def test_serve_subcommand(tiny_model_dir):
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "deepinfer", "serve", "--model", str(tiny_model_dir),
                              "--port", str(port), "--api-key", "sk-cli", "--served-model-name", "tiny-cli",
-                             "--json-whitespace", "compact", "--log-level", "warning"],
+                             "--json-whitespace", "compact", "--reasoning-end", "</think>",
+                             "--log-level", "warning"],
                             cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
