@@ -55,6 +55,7 @@ class ScanCache:
         self.scopes: list[Scope] = [Scope(np.arange(n, dtype=np.int64), np.zeros(n, np.int64))]
         self.runs: dict[tuple, Run] = {}
         self.entries = n
+        self.loops: dict = {}
         self.follow_ids: dict[bytes, int] = {}
         self.follows: list[np.ndarray] = []
 
@@ -77,11 +78,24 @@ class ScanCache:
                                                  self.follows[follow_id])
         return hit
 
-    def _walk_uniform(self, flat, accepting, follow, idx, cur, lens, inside, hit_idx, hit_off):
-        """Every entry at the same offset (the root scope): column-major byte reads."""
+    def _walk_uniform(self, flat, accepting, follow, idx, j, state, inside, hit_idx, hit_off):
+        """Entries all at offset j (the root scope, or a group): column-major byte reads."""
         cols = self.vocab.sorted_bytes_T                           # [width, n]
-        j = 0
+        cur = np.full(idx.shape, state, dtype=np.int64)
+        lens = self.vocab.sorted_lengths[idx]
+        loop_bits, loop_ok = self._loops(flat.reshape(-1, 256), accepting, follow)
         while idx.size:
+            if j < SIG_LEVELS and loop_ok.any():  # rests that loop on their state: inside
+                sig = self.ascii_sig[j].take(idx, axis=0)              # [k, 2]
+                bits = loop_bits.take(cur, axis=0)                     # [k, 2]
+                stay = (loop_ok.take(cur) & ~self.non_ascii[j].take(idx)
+                        & ((sig[:, 0] & ~bits[:, 0]) == 0) & ((sig[:, 1] & ~bits[:, 1]) == 0))
+                if stay.any():
+                    inside.append(idx[stay])
+                    keep = ~stay
+                    idx, cur, lens = idx[keep], cur[keep], lens[keep]
+                    if not idx.size:
+                        break
             cur = flat.take(cur * 256 + cols[j].take(idx))          # [k] state after byte j
             j += 1
             live = cur >= 0
@@ -118,6 +132,20 @@ class ScanCache:
                     hit_idx.append(idx[acc][ok])
                     hit_off.append(off[acc][ok])
 
+    def _loops(self, trans, accepting, follow) -> tuple[np.ndarray, np.ndarray]:
+        """Per state: uint64 [S, 2] ASCII bytes looping on it, and bool [S] whether a
+        token whose rest loops there is simply inside (not accepting, or no looping
+        byte may follow the lexeme, so no boundary can be crossed)."""
+        key = (trans.ctypes.data, trans.shape[0], follow.tobytes())
+        hit = self.loops.get(key)
+        if hit is None:
+            me = np.arange(trans.shape[0])[:, None]
+            loop = trans[:, :128] == me                                   # bool [S, 128]
+            bits = np.packbits(loop, axis=1, bitorder="little").view("<u8")
+            ok = loop.any(axis=1) & (~accepting | ~(loop & follow[None, :128]).any(axis=1))
+            hit = self.loops[key] = (np.ascontiguousarray(bits), ok, trans)  # keep trans alive
+        return hit[0], hit[1]
+
     def _loop_shortcut(self, trans, accepting, state, follow, idx):
         """Split off the ASCII tokens all of whose bytes loop on `state` (they stay in
         it: inside, and no boundary where a follow byte could come next)."""
@@ -125,31 +153,36 @@ class ScanCache:
         if loop.sum() < 8 or (accepting[state] and (loop & follow[:128]).any()):
             return idx, None
         bits = np.packbits(loop, bitorder="little").view("<u8")          # uint64 [2]
-        sig = self.ascii_sig[idx]
-        stays = ~self.non_ascii[idx] & ((sig[:, 0] & ~bits[0]) == 0) & ((sig[:, 1] & ~bits[1]) == 0)
+        sig = self.ascii_sig[0][idx]
+        stays = ~self.non_ascii[0][idx] & ((sig[:, 0] & ~bits[0]) == 0) & ((sig[:, 1] & ~bits[1]) == 0)
         return idx[~stays], idx[stays]
 
     def _compute(self, trans, accepting, state, scope_id, follow) -> Run:
         vocab = self.vocab
         scope = self.scopes[scope_id]
         mat, lengths, flat = vocab.sorted_bytes, vocab.sorted_lengths, trans.reshape(-1)
-        inside = []
+        inside: list[np.ndarray] = []
+        hit_idx: list[np.ndarray] = []
+        hit_off: list[np.ndarray] = []
         if scope_id == ROOT:
             idx = first_byte_candidates(np.flatnonzero(trans[state] >= 0), vocab)
             idx, covered = self._loop_shortcut(trans, accepting, state, follow, idx)
             if covered is not None:
                 inside.append(covered)
-            off = np.zeros(idx.shape, np.int64)
+            self._walk_uniform(flat, accepting, follow, idx, 0, state, inside, hit_idx, hit_off)
         else:
-            ok = trans[state][mat[scope.positions, scope.offsets]] >= 0
-            idx, off = scope.positions[ok], scope.offsets[ok]
-        cur = np.full(idx.shape, state, dtype=np.int64)
-        lens = lengths[idx]
-        hit_idx, hit_off = [], []
-        if scope_id == ROOT:
-            self._walk_uniform(flat, accepting, follow, idx, cur, lens, inside, hit_idx, hit_off)
-        else:
-            self._walk_offsets(flat, accepting, follow, idx, off, cur, lens, inside, hit_idx, hit_off)
+            offsets = np.flatnonzero(np.bincount(scope.offsets))  # distinct, ascending
+            if len(offsets) <= 4:  # few offsets: column-major walks, one per offset
+                for j in offsets.tolist():
+                    idx = scope.positions[scope.offsets == j]
+                    idx = idx[trans[state].take(vocab.sorted_bytes_T[j].take(idx)) >= 0]
+                    self._walk_uniform(flat, accepting, follow, idx, j, state, inside, hit_idx, hit_off)
+            else:
+                ok = trans[state][mat[scope.positions, scope.offsets]] >= 0
+                idx, off = scope.positions[ok], scope.offsets[ok]
+                cur = np.full(idx.shape, state, dtype=np.int64)
+                self._walk_offsets(flat, accepting, follow, idx, off, cur, lengths[idx], inside,
+                                   hit_idx, hit_off)
         child = None
         if hit_idx and sum(len(h) for h in hit_idx):
             child = len(self.scopes)
@@ -160,26 +193,32 @@ class ScanCache:
             row = pack_mask(ids, vocab)
             row.flags.writeable = False
             return Run(row, np.zeros(0, np.int32), child)
-        return Run(None, np.unique(ids).astype(np.int32), child)
+        return Run(None, ids.astype(np.int32), child)  # may repeat: callers scatter
+
+
+SIG_LEVELS = 3  # suffix signatures for offsets 0, 1, 2
 
 
 def _ascii_signatures(vocab: Vocabulary) -> tuple[np.ndarray, np.ndarray]:
-    """Per sorted token: uint64 [n, 2] bit set of its ASCII bytes, bool [n] any byte >= 0x80."""
+    """Per level j and sorted token: uint64 [SIG_LEVELS, n, 2] bit set of the ASCII
+    bytes of bytes[j:], and bool [SIG_LEVELS, n] whether bytes[j:] has a byte >= 0x80."""
     mat, lengths = vocab.sorted_bytes, vocab.sorted_lengths
     n = len(lengths)
     sig = np.zeros((n, 2), dtype=np.uint64)
-    non_ascii = np.zeros(n, dtype=bool)
-    for j in range(mat.shape[1]):
+    high = np.zeros(n, dtype=bool)
+    out_sig = np.zeros((SIG_LEVELS, n, 2), dtype=np.uint64)
+    out_high = np.zeros((SIG_LEVELS, n), dtype=bool)
+    for j in range(mat.shape[1] - 1, -1, -1):   # suffix bytes[j:] from the back
         live = np.flatnonzero(lengths > j)
-        if not live.size:
-            break
         col = mat[live, j].astype(np.uint64)
-        non_ascii[live] |= col >= 128
+        high[live] |= col >= 128
         low = col < 64
         sig[live[low], 0] |= np.uint64(1) << col[low]
         mid = (col >= 64) & (col < 128)
         sig[live[mid], 1] |= np.uint64(1) << (col[mid] - np.uint64(64))
-    return sig, non_ascii
+        if j < SIG_LEVELS:
+            out_sig[j], out_high[j] = sig, high
+    return out_sig, out_high
 
 
 def first_byte_candidates(first_ok: np.ndarray, vocab: Vocabulary) -> np.ndarray:
