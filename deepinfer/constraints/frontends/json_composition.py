@@ -164,10 +164,23 @@ class Composition:
             for branch in n["anyOf"]:
                 alts = [y for a in alts for y in self.negate(a, branch, ptr) if y is not False]
             return alts
-        out = []
+        out, dropped = [], []
         for key in keys:
-            out.extend(self._negate_keyword(d, n, key, ptr))
-        return [a for a in out if a is not False and type_set(a)]
+            part = self._negate_keyword(d, n, key, ptr)
+            if part is None:
+                dropped.append(key)
+            else:
+                out.extend(part)
+        out = [a for a in out if a is not False and type_set(a)]
+        if dropped:
+            # ¬n is the union of its keywords' negations: leaving some out is a sound subset
+            if not out:
+                self.lw.unsupported(f"{ptr}/{dropped[0]}", "not",
+                                    f"the negation of `{dropped[0]}` is not enforced")
+                return [d]
+            self.lw.note(f"{ptr or '/'}: instances that violate only {', '.join(dropped)} of this "
+                         f"(negated) schema are excluded (sound, not exact)")
+        return out
 
     def _negate_keyword(self, d: dict, n: dict, key: str, ptr: str) -> list:
         value = n.get(key)
@@ -202,8 +215,7 @@ class Composition:
             inside = _with_types(d, type_set(d) & (group | ({"number"} if "integer" in group else set())))
             inside = self.lw.merged(inside, {neg_key: transform(value), "_sources": []}, Node({}, ptr, ""))
             return [_with_types(d, type_set(d) - group), inside]
-        self.lw.unsupported(f"{ptr}/{key}", "not", f"the negation of `{key}` is not enforced")
-        return [d]
+        return None  # not expressible here
 
 
 def _with_types(d: dict, types) -> dict:
