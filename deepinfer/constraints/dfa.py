@@ -176,14 +176,21 @@ def trim(table: np.ndarray, accepting: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return new, accepting[live]
 
 
+MAX_MOORE_ROUNDS = 64
+
+
 def minimize(table: np.ndarray, accepting: np.ndarray):
     """Moore partition refinement (vectorized over states and classes).
 
     Returns (table, accepting, start) where start is the block of old state 0.
+    Moore needs as many rounds as the longest distinguishing suffix; long chains
+    (`a{2000}`) would take seconds, so after MAX_MOORE_ROUNDS the DFA is kept
+    as it is (correct, only not minimal; subset construction of such chains is
+    minimal already).
     """
     part = accepting.astype(np.int64)
     blocks = len(np.unique(part))
-    while True:
+    for _ in range(MAX_MOORE_ROUNDS):
         target_part = np.where(table >= 0, part[np.maximum(table, 0)], -1)
         sig = np.ascontiguousarray(np.column_stack([part, target_part]))
         rows = sig.view(np.dtype((np.void, sig.dtype.itemsize * sig.shape[1]))).reshape(-1)
@@ -194,6 +201,8 @@ def minimize(table: np.ndarray, accepting: np.ndarray):
         if count == blocks:
             break
         blocks = count
+    else:
+        return table, accepting, 0
     reps = np.zeros(blocks, dtype=np.int64)
     reps[part[::-1]] = np.arange(len(part))[::-1]  # first state of each block
     new_table = np.where(table[reps] >= 0, part[np.maximum(table[reps], 0)], -1)

@@ -149,3 +149,14 @@ def test_minimized_dfa_sizes():
     assert COMPILER.compile_regex(r"(a|b)*abb").stats["dfa_states"] == 4
     assert COMPILER.compile_regex(r"(?:aa|aa)*").stats["dfa_states"] == 2
     assert COMPILER.compile_regex(r"[0-9]{2}").stats["dfa_states"] == 3
+
+
+def test_long_chains_compile_quickly_and_exactly():
+    import time
+
+    start = time.process_time()
+    compiled = COMPILER.compile_regex(r"a{1500}b?")
+    assert time.process_time() - start < 3.0
+    m = Matcher(compiled)
+    assert m.accept_string("a" * 1499) and not m.is_completed()
+    assert m.accept_string("a") and m.is_completed() and m.accept_string("b") and m.is_completed()
