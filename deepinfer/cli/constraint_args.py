@@ -13,15 +13,19 @@ import json
 from pathlib import Path
 
 from deepinfer.errors import UserError
-from deepinfer.resources import library_entries
+from deepinfer.resources import library_dir
 
 REGEX_SUFFIXES = (".regex", ".re", ".txt")
 GRAMMAR_SUFFIXES = {".lark": "lark", ".gbnf": "gbnf", ".ebnf": "gbnf"}
 
 
 def _library(kind_suffixes: tuple[str, ...]) -> dict[str, Path]:
-    return {name: path for name, path in library_entries("constraints").items()
-            if path.suffix in kind_suffixes}
+    """Shipped constraints by name (file stem), from constraints/ and its subfolders (json/, regex/)."""
+    folder = library_dir("constraints")
+    if not folder.is_dir():
+        return {}
+    return {path.stem: path for path in sorted(folder.rglob("*"))
+            if path.is_file() and path.suffix in kind_suffixes and not path.name.startswith(".")}
 
 
 def load_schema(value: str) -> tuple[dict, str]:
