@@ -73,6 +73,9 @@ class Composition:
         self.lw = lowerer
 
     def lower(self, d: dict, node: Node) -> Expr:
+        direct = self._direct(d)
+        if direct is not None:
+            return direct
         alts = [{k: v for k, v in d.items() if k not in _COMPOSITE}]
         if "not" in d:
             alts = self._each(alts, lambda a: self.negate(a, d["not"], f"{node.ptr}/not"), node)
@@ -85,6 +88,22 @@ class Composition:
             alts = self._each(alts, lambda a, bs=branches: [x for i in range(len(bs))
                                                             for x in self.one_of(a, i, bs, node)], node)
         return alt(*(self.lw.lower_normal(a, node) for a in alts if a is not False)) if alts else ir.NOTHING
+
+    def _direct(self, d: dict) -> Expr | None:
+        """A bare anyOf, or a bare oneOf of disjoint branches: lower the branch nodes themselves,
+        so that `$ref` branches stay (possibly recursive) rules instead of being expanded."""
+        rest = [k for k in d if k != "_sources"]
+        if rest == ["anyOf"]:
+            branches = d["anyOf"]
+        elif rest == ["_oneOfs"] and len(d["_oneOfs"]) == 1:
+            branches = d["_oneOfs"][0]
+            normal = [self.lw.normalize(b) for b in branches]
+            if not all(self.disjoint(normal[i], normal[j])
+                       for i in range(len(normal)) for j in range(i + 1, len(normal))):
+                return None
+        else:
+            return None
+        return alt(*(e for e in (self.lw.lower(b) for b in branches) if e != ir.NOTHING)) or ir.NOTHING
 
     def _each(self, alts, step, node: Node) -> list:
         out = [x for a in alts if a is not False for x in step(a) if x is not False]
