@@ -32,6 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json-whitespace", choices=("default", "compact", "unbounded"), default=None,
                         help="whitespace JSON Schema outputs may contain: default (pretty-printer "
                              "style, bounded runs), compact (none) or unbounded")
+    parser.add_argument("--compile-timeout", type=float, default=60.0,
+                        help="seconds a request's constraint may take to compile before a 400 (default 60)")
     parser.add_argument("--dtype", choices=("float32", "bfloat16"), default=None,
                         help="weight and activation dtype (default: the engine's)")
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
@@ -44,5 +46,6 @@ def run(args: argparse.Namespace) -> int:
     serve(args.model, host=args.host, port=args.port, api_key=args.api_key,
           model_name=args.served_model_name, reasoning_aware=args.reasoning_aware,
           default_max_tokens=args.max_tokens_default, engine_kwargs=engine_kwargs, log_level=args.log_level,
-          json_whitespace=args.json_whitespace, reasoning_end=args.reasoning_end)
+          json_whitespace=args.json_whitespace, reasoning_end=args.reasoning_end,
+          compile_timeout_s=args.compile_timeout)
     return 0

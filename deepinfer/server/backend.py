@@ -23,7 +23,8 @@ def build_state(engine: Any, tokenizer: Any, compiler: Any, config: ServerConfig
     metrics = Metrics()
     return ServerState(config=config, engine=engine, tokenizer=tokenizer,
                        runner=Runner(engine, tokenizer, params_cls, getattr(compiler, "vocab", None)),
-                       validator=ConstraintValidator(compiler, metrics.record_compile, config.json_whitespace),
+                       validator=ConstraintValidator(compiler, metrics.record_compile, config.json_whitespace,
+                                                     config.compile_timeout_s),
                        metrics=metrics)
 
 
@@ -39,6 +40,7 @@ def _engine_compiler(engine: Any, model_path: Path):
 
 def load_state(model: str | None = None, *, api_key: str | None = None, model_name: str | None = None,
                json_whitespace: str | None = None, reasoning_end: str = "</think>",
+               compile_timeout_s: float = 60.0,
                reasoning_aware: bool = False, default_max_tokens: int = 512,
                engine_kwargs: dict | None = None) -> ServerState:
     """Load the model and start the AsyncEngine for serving."""
@@ -53,5 +55,5 @@ def load_state(model: str | None = None, *, api_key: str | None = None, model_na
     config = ServerConfig(model_name=model_name or Path(model or path).name, api_key=api_key,
                           default_max_tokens=default_max_tokens, max_model_len=max_len,
                           reasoning_aware=reasoning_aware, json_whitespace=json_whitespace,
-                          reasoning_end=reasoning_end)
+                          reasoning_end=reasoning_end, compile_timeout_s=compile_timeout_s)
     return build_state(engine, tokenizer, _engine_compiler(engine, path), config)

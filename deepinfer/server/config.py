@@ -14,6 +14,7 @@ class ServerConfig:
     reasoning_aware: bool = False  # default for requests that do not say
     reasoning_end: str = "</think>"
     json_whitespace: str | None = None  # JSON Schema whitespace mode: default / compact / unbounded
+    compile_timeout_s: float = 60.0  # admission-time constraint compile limit (a 400 past it)
 
     def max_tokens(self, requested: int | None, prompt_len: int) -> int:
         if requested is not None:

@@ -54,11 +54,14 @@ class ConstraintValidator:
     """Compiles constraints off the event loop and reports compile time."""
 
     def __init__(self, compiler: Any, on_compiled: Callable[[float, bool], None] | None = None,
-                 json_whitespace: str | None = None) -> None:
+                 json_whitespace: str | None = None, timeout_s: float = 60.0, workers: int = 2) -> None:
         self.compiler = compiler
         self.json_whitespace = json_whitespace
         self.on_compiled = on_compiled
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="constraint-compile")
+        self.timeout_s = timeout_s
+        # Two workers: one pathological constraint compiling past its timeout must not queue
+        # every other request's constraint behind it.
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="constraint-compile")
         # Refused constraints, so that a client retrying a bad schema costs no second compile.
         self._refused: OrderedDict[tuple, str] = OrderedDict()
 
@@ -81,9 +84,13 @@ class ConstraintValidator:
         """None if the constraint compiles, else the reason it does not."""
         start = time.perf_counter()
         problem = None
+        future = asyncio.get_running_loop().run_in_executor(self._pool, compile_spec, self.compiler, spec,
+                                                            self.json_whitespace)
         try:
-            await asyncio.get_running_loop().run_in_executor(self._pool, compile_spec, self.compiler, spec,
-                                                             self.json_whitespace)
+            await asyncio.wait_for(future, self.timeout_s)
+        except asyncio.TimeoutError:  # the compile thread runs on, but this request is answered now
+            problem = (f"the {spec.kind.replace('_', ' ')} did not compile within {self.timeout_s:g} s; "
+                       "simplify it (fewer alternatives, smaller bounded repetitions)")
         except UserError as exc:  # ConstraintError and friends: the user's constraint is at fault
             problem = str(exc)
         except (ValueError, TypeError, RecursionError) as exc:

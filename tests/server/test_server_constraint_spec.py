@@ -56,3 +56,34 @@ def test_auto_mode_reports_a_strict_call_only_if_it_validates():
     resolve_tool_call(job, good)
     resolve_tool_call(job, bad)
     assert good.tool_call == ("f", {"n": 1}) and bad.tool_call is None
+
+
+def test_compile_timeout_is_a_400_and_remembered():
+    import asyncio
+    import threading
+
+    from deepinfer.server.validation import ConstraintValidator
+
+    release = threading.Event()
+
+    class SlowCompiler:
+        calls = 0
+
+        def compile_regex(self, pattern):
+            SlowCompiler.calls += 1
+            release.wait(5)
+
+    validator = ConstraintValidator(SlowCompiler(), timeout_s=0.2)
+    spec = ConstraintSpec("regex", "a+", "regex")
+
+    async def twice():
+        for _ in range(2):
+            with pytest.raises(APIError, match="did not compile within 0.2 s"):
+                await validator.validate(spec)
+
+    try:
+        asyncio.run(twice())
+    finally:
+        release.set()
+        validator.close()
+    assert SlowCompiler.calls == 1  # the second request was refused from memory
