@@ -198,3 +198,34 @@ def test_grammar_prints_as_ebnf():
                                  "required": ["a"], "additionalProperties": False}, whitespace="compact")
     assert str(grammar) == 'start ::= "{\\"a\\":" ("\\"x\\"" | "\\"y\\"") "}"'
     assert isinstance(grammar, ir.Grammar)
+
+
+def _accepts(compiled, tokenizer, text: str) -> bool:
+    from deepinfer.constraints import Matcher, allocate_token_bitmask
+
+    vocab = compiled.vocab
+    bitmask = allocate_token_bitmask(1, vocab.size)
+    row = bitmask.numpy()[0]
+    m = Matcher(compiled)
+    for tok in tokenizer.encode(text, add_special_tokens=False).ids:
+        m.fill_next_token_bitmask(bitmask, 0)
+        if not (int(row[tok >> 5]) >> (tok & 31)) & 1 or not m.accept_token(tok):
+            return False
+    m.fill_next_token_bitmask(bitmask, 0)
+    eos = min(vocab.eos_ids)
+    return bool((int(row[eos >> 5]) >> (eos & 31)) & 1)
+
+
+@pytest.mark.parametrize("schema,back_end,good,bad", [
+    ({"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}, "required": ["n"],
+      "additionalProperties": False}, "dfa", [{"n": 12}], [{"n": 0}, {}]),
+    ({"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string"}}}}, "cfg",
+     [{"tags": ["a"], "extra": {"deep": [[1]]}}], [{"tags": [1]}]),
+])
+def test_compiler_back_end_choice(tiny_compiler, tiny_tokenizer, schema, back_end, good, bad):
+    compiled = tiny_compiler.compile_json_schema(schema)
+    assert compiled.stats["back_end"] == back_end
+    for value in good:
+        assert _accepts(compiled, tiny_tokenizer, _dump(value))
+    for value in bad:
+        assert not _accepts(compiled, tiny_tokenizer, _dump(value))
