@@ -108,6 +108,11 @@ def test_masks_equal_byte_by_byte_definition(small_compiler, small_vocab, name):
         if automaton.is_accepting(state):
             expected |= set(small_vocab.eos_ids)
         assert allowed == expected
+        forced = automaton.forced_bytes(state)  # every allowed token agrees with it
+        for i in expected - set(small_vocab.eos_ids):
+            data = small_vocab.token_bytes[i]
+            assert data.startswith(forced) or forced.startswith(data)
+        assert not (forced and automaton.is_accepting(state))
 
     for seed in range(3):
         walk_and_check(compiled, small_vocab, seed, 25, check)
@@ -181,9 +186,16 @@ def test_rejected_token_leaves_state(small_compiler, small_vocab):
 
 
 def test_jump_forward_inside_a_keyword(small_compiler):
-    m = Matcher(small_compiler.compile_grammar('start: "select" NAME\nNAME: /[a-z]+/\n'))
+    m = Matcher(cfg_compiled(small_compiler, 'start: "select" NAME\nNAME: /[a-z]+/\n'))
     assert m.accept_string("sel")
     assert m.find_jump_forward_string() == "ect"
+    m = Matcher(small_compiler.compile_grammar(name="sql"))
+    assert m.accept_string("SELECT a FROM t GR")
+    assert m.find_jump_forward_string() == ""        # "GROUP"i: o or O next
+    m = Matcher(small_compiler.compile_grammar(name="python"))
+    assert m.find_jump_forward_string() == "def "
+    assert m.accept_string("def f(x) ")
+    assert m.find_jump_forward_string() == "-> "
 
 
 def test_recursive_ir_goes_through_compile_ir(small_compiler):

@@ -58,6 +58,7 @@ class CfgAutomaton:
         self.lexemes = bnf.lexemes
         self.follow_bytes = follow_first_bytes(bnf, self.parser.nullable)
         self._follow_ids: tuple[ScanCache | None, list[int]] = (None, [])
+        self._live: dict[tuple[int, int], tuple[int, ...]] = {}
         self._initial = self._with_new_threads(self.parser.initial_chart(), ())
 
     # ------------------------------------------------------------- stepping
@@ -108,21 +109,30 @@ class CfgAutomaton:
         return state.fresh and state.chart[len(state.chart) - 1].accepting
 
     def forced_bytes(self, state: CfgState) -> bytes:
-        """Bytes forced while exactly one thread is alive and it cannot stop yet."""
+        """Bytes every continuation starts with: while the state cannot end and all
+        threads together allow exactly one next byte."""
         out = bytearray()
-        while len(state.threads) == 1 and not self.is_accepting(state) and len(out) < MAX_FORCED:
-            lex, _, q = state.threads[0]
-            lexeme = self.lexemes[lex]
-            if lexeme.accept_list[q]:
+        while not self.is_accepting(state) and len(out) < MAX_FORCED and state.threads:
+            nxt: set[int] = set()
+            for lex, _, q in state.threads:
+                nxt.update(self._live_bytes(lex, q))
+                if len(nxt) > 1:
+                    break
+            if len(nxt) != 1:
                 break
-            live = np.flatnonzero(lexeme.trans[q] >= 0)
-            if live.size != 1:
-                break
-            out.append(int(live[0]))
-            state = self._step(state, int(live[0]))
+            byte = nxt.pop()
+            state = self._step(state, byte)
             if state is None:
                 break
+            out.append(byte)
         return bytes(out)
+
+    def _live_bytes(self, lex: int, q: int) -> tuple[int, ...]:
+        key = (lex, q)
+        got = self._live.get(key)
+        if got is None:
+            got = self._live[key] = tuple(np.flatnonzero(self.lexemes[lex].trans[q] >= 0).tolist())
+        return got
 
     # ---------------------------------------------------------------- masks
     def fill_mask(self, state: CfgState, row: np.ndarray) -> None:
