@@ -19,6 +19,14 @@ _ENGINE_GAUGES = {
     "kv_usage": ("deepinfer_kv_cache_usage_ratio", "Fraction of KV cache blocks in use."),
     "prefix_cache_hit_rate": ("deepinfer_prefix_cache_hit_rate", "Prefix cache hit rate (tokens)."),
 }
+_ENGINE_COUNTERS = {
+    "num_preemptions": ("deepinfer_engine_preemptions_total", "Requests preempted (KV blocks ran out)."),
+    "prefix_cache_hit_tokens": ("deepinfer_prefix_cache_hit_tokens_total",
+                                "Prompt tokens served from the prefix cache."),
+    "constraint_compile_seconds": ("deepinfer_engine_constraint_compile_seconds_total",
+                                   "Time the engine spent compiling constraints (cache hits are free)."),
+    "steps": ("deepinfer_engine_steps_total", "Engine steps run."),
+}
 _STATS_ALIASES = {"waiting": "num_waiting", "queue_length": "num_waiting", "running": "num_running",
                   "kv_cache_usage": "kv_usage", "kv_usage_ratio": "kv_usage",
                   "prefix_hit_rate": "prefix_cache_hit_rate"}
@@ -73,8 +81,9 @@ class Metrics:
             metric("deepinfer_constraint_compile_errors_total", "counter",
                    "Constraints refused at admission.", [("", self.compile_errors)])
         stats = {_STATS_ALIASES.get(k, k): v for k, v in (engine_stats or {}).items()}
-        for key, (name, help_text) in _ENGINE_GAUGES.items():
-            value = stats.get(key)
-            if isinstance(value, (int, float)):
-                metric(name, "gauge", help_text, [("", float(value))])
+        for table, kind in ((_ENGINE_GAUGES, "gauge"), (_ENGINE_COUNTERS, "counter")):
+            for key, (name, help_text) in table.items():
+                value = stats.get(key)
+                if isinstance(value, (int, float)):
+                    metric(name, kind, help_text, [("", float(value))])
         return "\n".join(lines) + "\n"

@@ -155,7 +155,7 @@ def test_metrics_count_requests_tokens_and_compiles(server):
     assert float(samples["deepinfer_generation_tokens_total"]) >= 3
     assert float(samples["deepinfer_constraint_compile_seconds_count"]) >= 1
     for gauge in ("deepinfer_queue_waiting_requests", "deepinfer_kv_cache_usage_ratio",
-                  "deepinfer_prefix_cache_hit_rate"):
+                  "deepinfer_prefix_cache_hit_rate", "deepinfer_engine_steps_total"):
         assert gauge in samples
 
 
