@@ -69,25 +69,29 @@ def _minus_words(lw: "Lowerer", language: Expr, words: list[str], ptr: str) -> E
 
 
 def not_in(words) -> Expr:
-    """Every string except the given ones (a complemented trie)."""
+    """Every string except the given ones: the trie's non-word nodes, or a path that leaves the
+    trie followed by anything (one shared tail, so automata stay linear in the trie)."""
     trie: dict = {}
     for w in words:
         node = trie
         for ch in w:
             node = node.setdefault(ch, {})
         node[""] = True
-    return _not_in_node(trie)
+    return alt(_ends_inside(trie), seq(_leaves(trie), repeat(ANY_CHAR)))
 
 
-def _not_in_node(node: dict) -> Expr:
-    children = {ch: sub for ch, sub in node.items() if ch}
+def _ends_inside(node: dict) -> Expr:
     parts = [] if "" in node else [ir.EMPTY]
+    parts += [seq(literal(ch), _ends_inside(sub)) for ch, sub in node.items() if ch]
+    return alt(*parts) if parts else ir.NOTHING
+
+
+def _leaves(node: dict) -> Expr:
+    children = [ch for ch in node if ch]
     others = CharClass.of([(ord(c), ord(c)) for c in children], negated=True)
-    if not others.is_empty():
-        parts.append(seq(others, repeat(ANY_CHAR)))
-    for ch, sub in children.items():
-        parts.append(seq(literal(ch), _not_in_node(sub)))
-    return alt(*parts)
+    parts = [] if others.is_empty() else [others]
+    parts += [seq(literal(ch), _leaves(node[ch])) for ch in children]
+    return alt(*parts) if parts else ir.NOTHING
 
 
 def lower_number(lw: "Lowerer", d: dict, node: Node, integer: bool) -> Expr:
