@@ -120,6 +120,8 @@ class _Splitter:
         self.lexeme_ids: dict[ir.Expr, int] = {}
         self.rule_ids: dict[str, int] = {}
         self.helper_ids: dict[tuple, int] = {}
+        self.regular_memo: dict[int, bool] = {}
+        self.keep_alive: list[ir.Expr] = []
 
     def run(self) -> Bnf:
         start = self.grammar.start
@@ -143,7 +145,22 @@ class _Splitter:
 
     # ------------------------------------------------------------ structure
     def is_regular(self, expr: ir.Expr) -> bool:
-        return not any(isinstance(e, ir.RuleRef) and e.name in self.nonregular for e in ir.walk(expr))
+        """No reference to a non-regular rule inside (memoized by node identity:
+        the splitter asks about every sub-expression on its way down)."""
+        key = id(expr)
+        hit = self.regular_memo.get(key)
+        if hit is None:
+            if isinstance(expr, ir.RuleRef):
+                hit = expr.name not in self.nonregular
+            elif isinstance(expr, (ir.Seq, ir.Alt)):
+                hit = all(self.is_regular(e) for e in expr.items)
+            elif isinstance(expr, ir.Repeat):
+                hit = self.is_regular(expr.item)
+            else:
+                hit = True
+            self.regular_memo[key] = hit
+            self.keep_alive.append(expr)  # ids stay unique while memoized
+        return hit
 
     def new_nonterminal(self, name: str) -> int:
         self.names.append(name)
