@@ -148,6 +148,7 @@ def test_streamed_n_choices(server):
 
 def test_metrics_count_requests_tokens_and_compiles(server):
     post(server, "/v1/chat/completions", {**CHAT, "max_tokens": 3, "regex": "[0-9]{3}"})
+    post(server, "/v1/chat/completions", {**CHAT, "regex": "("})
     text = httpx.get(server.url + "/metrics").text
     samples = dict(line.rsplit(" ", 1) for line in text.splitlines() if line and not line.startswith("#"))
     assert float(samples['deepinfer_requests_total{route="/v1/chat/completions",status="200"}']) >= 1
