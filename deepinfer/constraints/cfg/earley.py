@@ -40,8 +40,9 @@ class Chart:
 
     def append(self, item_set: ItemSet) -> "Chart":
         if not self.extra and len(self.base) == self.n:
-            self.base.append(item_set)  # nobody else sees index n yet
-            return Chart(self.base, self.n + 1)
+            self.base.append(item_set)  # nobody else sees index n yet...
+            if self.base[self.n] is item_set:  # ...unless another thread appended first
+                return Chart(self.base, self.n + 1)
         extra = self.extra + (item_set,)
         if len(extra) > 32:  # flatten: one copy per 32 boundaries
             return Chart(self.base[: self.n] + list(extra), self.n + len(extra))
