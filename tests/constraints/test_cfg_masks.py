@@ -178,6 +178,29 @@ def test_scan_cache_reset_keeps_masks(small_compiler, small_vocab, monkeypatch):
         assert m.accept_token(rng.choice(text))
 
 
+def test_matchers_on_threads_share_a_compiled_grammar(small_compiler, small_vocab):
+    import threading
+
+    compiled = small_compiler.compile_grammar(name="arithmetic")
+    text = "(1 + x) * -f(2, y ^ 3) / 4"
+
+    def masks() -> list[bytes]:
+        m, out = Matcher(compiled), []
+        for ch in text:
+            out.append(m.allowed_token_ids().tobytes())
+            assert m.accept_string(ch)
+        return out
+
+    expected = masks()
+    results: list = []
+    threads = [threading.Thread(target=lambda: results.append(masks())) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [expected] * 4
+
+
 def test_rejected_token_leaves_state(small_compiler, small_vocab):
     m = Matcher(small_compiler.compile_grammar(name="arithmetic"))
     before = m.allowed_token_ids()
