@@ -139,10 +139,10 @@ class CfgAutomaton:
         rows: list[np.ndarray] = []
         ids: list[np.ndarray] = []
         scans = scan_cache(self.vocab)
-        if self._follow_ids[0] is not scans:
-            self._follow_ids = (scans, [scans.follow_id(f) for f in self.follow_bytes])
-        self.scans, self.follow_ids = scans, self._follow_ids[1]
-        self._explore(state.chart, state.threads, ROOT, rows, ids)
+        ctx = self._follow_ids  # (cache, follow-set id per lexeme): one snapshot per mask
+        if ctx[0] is not scans:
+            ctx = self._follow_ids = (scans, [scans.follow_id(f) for f in self.follow_bytes])
+        self._explore(ctx, state.chart, state.threads, ROOT, rows, ids)
         if rows:
             np.copyto(row, rows[0])
             for extra in rows[1:]:
@@ -155,22 +155,22 @@ class CfgAutomaton:
                 bits[part] = True
             np.bitwise_or(row, np.packbits(bits, bitorder="little").view("<i4"), out=row)
 
-    def _explore(self, chart: Chart, threads, scope: int, rows: list, ids: list) -> None:
+    def _explore(self, ctx, chart: Chart, threads, scope: int, rows: list, ids: list) -> None:
         """Collect tokens of `scope` allowed from (chart, threads)."""
-        lexemes, scans = self.lexemes, self.scans
+        lexemes, (scans, follow_ids) = self.lexemes, ctx
         for lex, origin, q in threads:
             lexeme = lexemes[lex]
-            run = scans.run(lexeme.digest, lexeme.trans, lexeme.accepting, q, scope, self.follow_ids[lex])
+            run = scans.run(lexeme.digest, lexeme.trans, lexeme.accepting, q, scope, follow_ids[lex])
             if run.inside_row is not None:
                 rows.append(run.inside_row)
             elif run.inside_ids.size:
                 ids.append(run.inside_ids)
             if run.child is not None:
-                found = self._after_lexeme(chart, lex, origin, run.child)
+                found = self._after_lexeme(ctx, chart, lex, origin, run.child)
                 if found.size:
                     ids.append(found)
 
-    def _after_lexeme(self, chart: Chart, lex: int, origin: int, scope: int) -> np.ndarray:
+    def _after_lexeme(self, ctx, chart: Chart, lex: int, origin: int, scope: int) -> np.ndarray:
         """Token ids of `scope` allowed right after lexeme `lex` (from set `origin`)
         ends. Memoized on item sets: the last set of a chart determines the chart."""
         last = chart[len(chart) - 1]
@@ -181,11 +181,11 @@ class CfgAutomaton:
             after = last.memo[key] = (next_chart[len(chart)],
                                       self._with_new_threads(next_chart, ()).threads)
         item_set, threads = after
-        memo_key = (self.scans.generation, scope)
+        memo_key = (ctx[0].generation, scope)
         found = item_set.memo.get(memo_key)
         if found is None:
             local: list[np.ndarray] = []
-            self._explore(chart.append(item_set), threads, scope, [], local)
+            self._explore(ctx, chart.append(item_set), threads, scope, [], local)
             # duplicates are fine here (fill_mask dedups once); sorting per level is not
             found = local[0] if len(local) == 1 else np.concatenate(local) if local else _NO_IDS
             item_set.memo[memo_key] = found
