@@ -146,3 +146,12 @@ def test_real_smollm2_tokenizer():
     assert vocab.decode(ids) == text.encode("utf-8")
     m = Matcher(GrammarCompiler(vocab).compile_regex(r'\{"name": "[^"]*", "n": -?[0-9.e]+\}'))
     assert all(m.accept_token(t) for t in ids) and m.is_completed()
+
+
+def test_from_tokenizer_objects(tiny_dir, tiny_tokenizer, tiny_vocab):
+    direct = Vocabulary.from_tokenizer(tiny_tokenizer)  # a tokenizers.Tokenizer: eos by name
+    assert direct.token_bytes == tiny_vocab.token_bytes and direct.eos_ids == {0, 2}
+    from deepinfer.tokenizer import Tokenizer
+
+    wrapped = Vocabulary.from_tokenizer(Tokenizer.from_pretrained(tiny_dir), vocab_size=400)
+    assert wrapped.size == 400 and wrapped.eos_ids == {0, 2}
