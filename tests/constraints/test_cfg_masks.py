@@ -403,3 +403,31 @@ def test_deepseek_walk_outputs_parse_with_lark(deepseek_compiler, deepseek_vocab
                 finished += 1
                 parser.parse(deepseek_vocab.decode(tokens).decode("utf-8"))
     assert finished >= 4
+
+
+DEEPSEEK_STATES = [("json", '{"name": "Ada", "tags": ["ma'), ("python", "def mean(values: li")]
+DEEPSEEK_STATES_SLOW = [("sql", "SELECT a.b, COUNT(*) FROM t JOIN u ON t.id = u.id WHERE x > 1 AND y"),
+                        ("arithmetic", "(1 + x) * -f(2, y"), ("json", '{"a": [1, 2.5e'),
+                        ("python", 'def f(x):\n    if x == "a\\'), ("csv", 'a,b\n"x,')]
+
+
+def _check_definition_on_deepseek(compiler, vocab, name, prefix):
+    compiled = cfg_compiled(compiler, name=name)
+    m = Matcher(compiled)
+    assert m.accept_string(prefix)
+    state = m._stack[-1]
+    expected = brute_force_allowed(compiled.automaton, state, vocab)
+    assert set(m.allowed_token_ids().tolist()) - set(vocab.eos_ids) == expected
+
+
+@pytest.mark.parametrize("name, prefix", DEEPSEEK_STATES)
+def test_deepseek_masks_equal_byte_by_byte_definition(deepseek_compiler, deepseek_vocab, name, prefix):
+    """The vectorized runs (loop shortcuts, offset groups, follow filter) against the
+    definition, token by token, over the whole DeepSeek-V4 vocabulary."""
+    _check_definition_on_deepseek(deepseek_compiler, deepseek_vocab, name, prefix)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, prefix", DEEPSEEK_STATES_SLOW)
+def test_deepseek_masks_equal_byte_by_byte_definition_more(deepseek_compiler, deepseek_vocab, name, prefix):
+    _check_definition_on_deepseek(deepseek_compiler, deepseek_vocab, name, prefix)
