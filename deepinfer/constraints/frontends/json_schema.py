@@ -55,6 +55,17 @@ def compile_json_schema(compiler, schema, **options):
     from deepinfer.constraints.compiler import CompiledConstraint, is_recursive
     from deepinfer.constraints.nfa import build_nfa
 
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 20_000))  # back ends walk expression trees recursively
+    try:
+        return _compile(compiler, schema, options, CompiledConstraint, is_recursive, build_nfa)
+    except RecursionError:
+        raise ConstraintError("JSON Schema nests too deeply to compile") from None
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def _compile(compiler, schema, options, CompiledConstraint, is_recursive, build_nfa):
     t0 = time.perf_counter()
     grammar = lower_json_schema(schema, **options)
     t1 = time.perf_counter()
