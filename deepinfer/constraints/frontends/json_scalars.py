@@ -22,6 +22,10 @@ from .json_text import ANY_CHAR, STRING_CHAR, encode_expr, quoted
 if TYPE_CHECKING:  # pragma: no cover
     from .json_schema import Lowerer
 
+LONG_STRING = 128
+ASCII_CHAR = alt(CharClass.of([(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E)]),
+                 seq(literal("\\"), CharClass.of([(ord(c), ord(c)) for c in '"\\/bfnrt'])))
+
 
 def lower_string(lw: "Lowerer", d: dict, node: Node) -> Expr:
     ptr = node.ptr
@@ -48,6 +52,16 @@ def lower_string(lw: "Lowerer", d: dict, node: Node) -> Expr:
             language = known
     excluded = [v for v in d.get("_not_enum", []) if isinstance(v, str)]
     if language is None and not excluded:
+        if hi is not None and hi > LONG_STRING:
+            # counting every position of a byte automaton through multi-byte UTF-8 and \uXXXX
+            # escapes costs ~9 states a character: past LONG_STRING characters, long strings
+            # continue in printable ASCII with short escapes (sound, noted)
+            lw.note(f"{ptr or '/'}/maxLength: characters after the first {LONG_STRING} of a string "
+                    f"are printable ASCII or two-character escapes")
+            parts = [repeat(STRING_CHAR, lo, LONG_STRING)] if lo <= LONG_STRING else []
+            parts.append(seq(repeat(STRING_CHAR, LONG_STRING, LONG_STRING),
+                             repeat(ASCII_CHAR, max(lo - LONG_STRING, 1), hi - LONG_STRING)))
+            return quoted(alt(*parts))
         return quoted(repeat(STRING_CHAR, lo, hi))
     if language is None:
         language = repeat(ANY_CHAR)

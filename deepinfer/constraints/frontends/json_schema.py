@@ -30,7 +30,7 @@ from .json_refs import Node, RefError, Refs
 from .json_text import Whitespace, any_string, value_text
 from .json_numbers import NUMBER_TEXT
 
-SINGLE_DFA_MAX_NFA_STATES = 50_000  # larger regular grammars go to the context-free back end
+SINGLE_DFA_MAX_NFA_STATES = 30_000  # larger regular grammars go to the context-free back end
 _DEAD = "unproductive"  # a rule with no finite derivation: referencing it changes no language
 DEFAULT_ANY_DEPTH = None  # unconstrained values nest freely (recursive rule, context-free back end)
 _TYPE_KEYWORDS = {
@@ -75,9 +75,15 @@ def _compile(compiler, schema, options, CompiledConstraint, is_recursive, build_
             build_nfa(grammar, SINGLE_DFA_MAX_NFA_STATES)
         except ConstraintError:
             regular = False
+    automaton = None
     if regular:
-        automaton = compiler.build_automaton(grammar)
-    else:
+        try:
+            automaton = compiler.build_automaton(grammar)
+        except ConstraintError as exc:  # one DFA is too large: many small ones may not be
+            if "too large" not in str(exc) and "too complex" not in str(exc):
+                raise
+            regular = False
+    if automaton is None:
         automaton = compiler.build_automaton(lower_json_schema(schema, split=True, **options))
     stats = {"lower_s": t1 - t0, "build_s": time.perf_counter() - t1,
              "back_end": "dfa" if regular else "cfg"}
