@@ -54,6 +54,8 @@ TABLE = [
     ({"type": "object", "patternProperties": {"^x-": I}, "additionalProperties": False},
      [{"x-a": 1}, {}], [{"y": 1}, {"x-a": "s"}]),
     ({"type": "object", "propertyNames": {"pattern": "^[a-z]+$"}}, [{"ab": 1}], [{"Ab": 1}, {"a1": 2}]),
+    ({"type": "object", "properties": {"x-a": {"type": "number"}}, "patternProperties": {"^x-": I},
+      "additionalProperties": False}, [{"x-a": 2, "x-b": 1}, {"x-b": 1}], [{"x-a": 2.5}, {"x-b": "s"}, {"y": 1}]),
     ({"type": "object", "minProperties": 1, "maxProperties": 2}, [{"a": 1}, {"a": 1, "b": 2}],
      [{}, {"a": 1, "b": 2, "c": 3}]),
     ({"type": "object", "properties": {"a": I, "b": I, "c": I}, "dependentRequired": {"a": ["b"]}},

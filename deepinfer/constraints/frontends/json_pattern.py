@@ -373,7 +373,9 @@ def restrict_first(e: Expr, excluded: CharClass) -> Expr:
         case ir.Literal(text):
             return e if text and not excluded.contains(ord(text[0])) else ir.NOTHING
         case CharClass():
-            allowed = CharClass.of(e.ranges and _minus_ranges(e.ranges, excluded.ranges))
+            keep = CharClass.of(excluded.ranges, negated=True)
+            allowed = CharClass.of([(max(lo, x), min(hi, y)) for lo, hi in e.ranges for x, y in keep.ranges
+                                    if max(lo, x) <= min(hi, y)])
             return ir.NOTHING if allowed.is_empty() else allowed
         case ir.Seq(items):
             if not items:
@@ -392,9 +394,3 @@ def restrict_first(e: Expr, excluded: CharClass) -> Expr:
                 return ir.NOTHING
             return seq(restrict_first(item, excluded), _rest_of_repeat(item, lo, hi))
     raise PatternError(f"cannot analyse {e!r}")
-
-
-def _minus_ranges(a, b):
-    return CharClass.of(b, negated=True).ranges and tuple(
-        (max(lo, x), min(hi, y)) for lo, hi in a for x, y in CharClass.of(b, negated=True).ranges
-        if max(lo, x) <= min(hi, y))
