@@ -58,6 +58,8 @@ TABLE = [
       "additionalProperties": False}, [{"x-a": 2, "x-b": 1}, {"x-b": 1}], [{"x-a": 2.5}, {"x-b": "s"}, {"y": 1}]),
     ({"type": "object", "minProperties": 1, "maxProperties": 2}, [{"a": 1}, {"a": 1, "b": 2}],
      [{}, {"a": 1, "b": 2, "c": 3}]),
+    ({"type": "object", "properties": {"a": I, "b": I}, "minProperties": 2}, [{"a": 1, "b": 2}, {"a": 1, "c": 3}],
+     [{"a": 1}, {}]),
     ({"type": "object", "properties": {"a": I, "b": I, "c": I}, "dependentRequired": {"a": ["b"]}},
      [{"a": 1, "b": 2}, {"c": 3}], [{"a": 1}, {"a": 1, "c": 2}]),
     ({"type": "object", "properties": {"a": I, "b": I}, "dependencies": {"a": ["b"]},
@@ -138,12 +140,19 @@ def test_recursive_schema_becomes_rule_cycle():
     ({"type": "string", "pattern": "(a)\\1"}, "/pattern"),
     ({"type": "integer", "multipleOf": 3}, "/multipleOf"),
     ({"unevaluatedProperties": False}, "/unevaluatedProperties"),
+    ({"type": "object", "minProperties": 2}, "/minProperties"),  # {"x": 1, "x": 2} has one property
     ({"type": "string", "not": {"pattern": "^a"}}, "/not/pattern"),
 ])
 def test_unenforced_keyword_fails_closed(schema, pointer):
     with pytest.raises(ConstraintError) as info:
         lower_json_schema(schema)
     assert pointer in str(info.value)
+
+
+def test_min_properties_never_counts_repeated_names():
+    grammar = lower_json_schema({"type": "object", "properties": {"a": I}, "minProperties": 2})
+    assert matches(grammar, '{"a": 1, "x": 2}')
+    assert not matches(grammar, '{"x": 1, "x": 2}')  # parses to one property
 
 
 def test_strict_false_skips_and_records():

@@ -49,6 +49,7 @@ class _ObjectLowering:
         self.max_p = d.get("maxProperties")
         self.dep_req = {k: list(v) for k, v in d.get("dependentRequired", {}).items()}
         self.forbid = [list(f) for f in d.get("_forbid", [])]
+        self._distinct_cut = False
         self._dependent_schemas()
 
     def _dependent_schemas(self) -> None:
@@ -91,6 +92,13 @@ class _ObjectLowering:
             self.cap = 0
         self.additional = self._additional()
         body = self._state(0, True, 0, frozenset())
+        if self._distinct_cut:
+            message = ("objects reaching minProperties only with several undeclared members are not "
+                       "generated (a grammar cannot keep their names distinct)")
+            if body == ir.NOTHING:
+                self.lw.unsupported(f"{self.ptr}/minProperties", "minProperties", message)
+            else:
+                self.lw.note(f"{self.ptr or '/'}/minProperties: {message}")
         if body == ir.NOTHING:
             return ir.NOTHING
         return seq(self.ws.open("{"), body, self.ws.close("}"))
@@ -221,6 +229,11 @@ class _ObjectLowering:
             return ir.NOTHING
         if self.additional == ir.NOTHING:
             return ir.EMPTY if lo == 0 else ir.NOTHING
+        if lo > 1:
+            # two additional members may repeat a name (the parsed object then has fewer
+            # properties): counting several toward minProperties would accept invalid objects
+            self._distinct_cut = True
+            return ir.NOTHING
         rest = seq(self.ws.comma, self.additional)
         if not first:
             return repeat(rest, lo, hi)
