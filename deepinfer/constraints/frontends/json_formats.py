@@ -29,7 +29,7 @@ _DURATION = rf"P(?:{_DUR_DATE}(?:{_DUR_TIME})?|{_DUR_TIME}|\d+W)"
 _ATOM = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _TOP_LABEL = r"[A-Za-z](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
-_HOSTNAME = rf"(?:{_LABEL}\.){{0,3}}{_TOP_LABEL}"
+_HOSTNAME = rf"(?:{_LABEL}\.){{0,2}}{_TOP_LABEL}"  # at most 191 characters (limit 253)
 _EMAIL = rf"{_ATOM}(?:\.{_ATOM})*@(?:{_LABEL}\.){{1,3}}{_TOP_LABEL}"
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]\d|\d)"
 _IPV4 = rf"{_OCTET}(?:\.{_OCTET}){{3}}"
