@@ -14,7 +14,7 @@ from deepinfer.types import FinishReason
 @pytest.fixture
 def async_engine(tiny):
     model, tokenizer = tiny()
-    engine = AsyncEngine(engine=Engine(model, tokenizer, EngineConfig(num_kv_blocks=256)))
+    engine = AsyncEngine(engine=Engine(model, tokenizer, EngineConfig(num_kv_blocks=256, batch_invariant=True)))
     yield engine
     engine.shutdown()
 

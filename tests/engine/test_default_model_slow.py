@@ -33,7 +33,7 @@ def test_needle_on_the_default_model(smol):
     params = SamplingParams(temperature=0.8, seed=11, max_tokens=32, ignore_eos=True)
 
     def run(others, **options):
-        llm = LLM.from_engine(Engine(model, tok, EngineConfig(**options)))
+        llm = LLM.from_engine(Engine(model, tok, EngineConfig(batch_invariant=True, **options)))
         rng = random.Random(others)
         prompts = [f"Question {i}: " + " ".join(rng.choice(["why", "sky", "blue", "cats"]) for _ in range(rng.randint(1, 30)))
                    for i in range(others)]

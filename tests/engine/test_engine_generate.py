@@ -35,6 +35,14 @@ def test_greedy_matches_dense_single_sequence_decode(make_llm, tiny, family):
         assert out.text == tok.decode(out.token_ids)
 
 
+def test_default_non_invariant_path_matches_dense(make_llm, tiny):
+    llm = make_llm(batch_invariant=False, block_size=4, max_num_batched_tokens=8)
+    model, tok = tiny()
+    outs = llm.generate(PROMPTS, SamplingParams(temperature=0, max_tokens=8, ignore_eos=True))
+    for prompt, out in zip(PROMPTS, outs):
+        assert out.token_ids == dense_greedy(model, tok.encode(prompt), 8), prompt
+
+
 def test_stop_string_is_cut_and_never_streamed(make_llm):
     llm = make_llm()
     base = llm.generate("hello", SamplingParams(temperature=0, max_tokens=20, ignore_eos=True))[0]
