@@ -22,7 +22,8 @@ from deepinfer.constraints.ir import Expr, alt, optional, repeat, seq
 
 from .json_merge import synthetic
 from .json_numbers import words
-from .json_pattern import PatternError, minus_words, parse_pattern
+from .json_pattern import PatternError, parse_pattern
+from .json_words import minus_words
 from .json_refs import Node
 from .json_scalars import not_in
 from .json_text import ANY_CHAR, encode_expr, encode_text, quoted

@@ -1,0 +1,118 @@
+"""A regular language minus a finite set of words, exactly, on the IR.
+
+Owns Brzozowski derivatives and first-character restriction over IR
+expressions (literals, classes, sequences, alternations, bounded repetition),
+used to take declared property names out of `patternProperties` and
+`propertyNames` languages and excluded values out of string languages.
+Knows only the IR.
+"""
+
+from __future__ import annotations
+
+from deepinfer.constraints import ir
+from deepinfer.constraints.ir import CharClass, Expr, alt, repeat, seq
+
+from .json_pattern import PatternError
+
+
+def minus_words(e: Expr, words) -> Expr:
+    """L(e) minus a finite set of strings, exactly (Brzozowski derivatives along a trie)."""
+    words = [w for w in dict.fromkeys(words)]
+    if not words:
+        return e
+    trie: dict = {}
+    for w in words:
+        node = trie
+        for ch in w:
+            node = node.setdefault(ch, {})
+        node[""] = True
+    return _minus(e, trie)
+
+
+def _minus(e: Expr, node: dict) -> Expr:
+    children = [ch for ch in node if ch]
+    parts = []
+    if "" not in node and nullable(e):
+        parts.append(ir.EMPTY)
+    excluded = CharClass.of([(ord(c), ord(c)) for c in children])
+    parts.append(restrict_first(e, excluded))
+    for ch in children:
+        d = derivative(e, ch)
+        if d != ir.NOTHING:
+            parts.append(seq(ir.Literal(ch), _minus(d, node[ch])))
+    return alt(*parts)
+
+
+def nullable(e: Expr) -> bool:
+    match e:
+        case ir.Literal(text):
+            return text == ""
+        case CharClass():
+            return False
+        case ir.Seq(items):
+            return all(nullable(i) for i in items)
+        case ir.Alt(items):
+            return any(nullable(i) for i in items)
+        case ir.Repeat(item, lo, _):
+            return lo == 0 or nullable(item)
+    raise PatternError(f"cannot analyse {e!r}")
+
+
+def _rest_of_repeat(item: Expr, lo: int, hi: int | None) -> Expr:
+    lo = 0 if nullable(item) else max(lo - 1, 0)
+    return repeat(item, lo, None if hi is None else hi - 1)
+
+
+def derivative(e: Expr, ch: str) -> Expr:
+    """{w : ch + w in L(e)}."""
+    match e:
+        case ir.Literal(text):
+            return ir.literal(text[1:]) if text[:1] == ch else ir.NOTHING
+        case CharClass():
+            return ir.EMPTY if e.contains(ord(ch)) else ir.NOTHING
+        case ir.Seq(items):
+            if not items:
+                return ir.NOTHING
+            head, rest = items[0], seq(*items[1:])
+            parts = [seq(derivative(head, ch), rest)]
+            if nullable(head):
+                parts.append(derivative(rest, ch))
+            return alt(*(p for p in parts if p != ir.NOTHING)) if any(p != ir.NOTHING for p in parts) \
+                else ir.NOTHING
+        case ir.Alt(items):
+            parts = [p for p in (derivative(i, ch) for i in items) if p != ir.NOTHING]
+            return alt(*parts) if parts else ir.NOTHING
+        case ir.Repeat(item, lo, hi):
+            if hi == 0:
+                return ir.NOTHING
+            return seq(derivative(item, ch), _rest_of_repeat(item, lo, hi))
+    raise PatternError(f"cannot analyse {e!r}")
+
+
+def restrict_first(e: Expr, excluded: CharClass) -> Expr:
+    """The non-empty strings of L(e) whose first character is not in `excluded`."""
+    match e:
+        case ir.Literal(text):
+            return e if text and not excluded.contains(ord(text[0])) else ir.NOTHING
+        case CharClass():
+            keep = CharClass.of(excluded.ranges, negated=True)
+            allowed = CharClass.of([(max(lo, x), min(hi, y)) for lo, hi in e.ranges for x, y in keep.ranges
+                                    if max(lo, x) <= min(hi, y)])
+            return ir.NOTHING if allowed.is_empty() else allowed
+        case ir.Seq(items):
+            if not items:
+                return ir.NOTHING
+            head, rest = items[0], seq(*items[1:])
+            parts = [seq(restrict_first(head, excluded), rest)]
+            if nullable(head):
+                parts.append(restrict_first(rest, excluded))
+            parts = [p for p in parts if p != ir.NOTHING]
+            return alt(*parts) if parts else ir.NOTHING
+        case ir.Alt(items):
+            parts = [p for p in (restrict_first(i, excluded) for i in items) if p != ir.NOTHING]
+            return alt(*parts) if parts else ir.NOTHING
+        case ir.Repeat(item, lo, hi):
+            if hi == 0:
+                return ir.NOTHING
+            return seq(restrict_first(item, excluded), _rest_of_repeat(item, lo, hi))
+    raise PatternError(f"cannot analyse {e!r}")
