@@ -26,7 +26,7 @@ from .json_pattern import PatternError, parse_pattern
 from .json_words import minus_words
 from .json_refs import Node
 from .json_scalars import not_in
-from .json_text import ANY_CHAR, encode_expr, encode_text, quoted
+from .json_text import encode_expr, encode_text, quoted
 
 if TYPE_CHECKING:  # pragma: no cover
     from .json_schema import Lowerer
