@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from dataclasses import dataclass
 
 import torch
@@ -195,6 +195,10 @@ class Engine:
 
     # -- waiting for constraints ----------------------------------------------------------------
     def _admit_compiled(self) -> None:
+        if self._compiling:
+            # Give compiles (mostly cache hits) a moment, so that requests submitted together start
+            # together instead of trickling in one step each; block longer only when idle.
+            wait(list(self._compiling.values()), timeout=0.002 if self.scheduler.has_work() else 0.05)
         for request_id, future in list(self._compiling.items()):
             if not future.done():
                 continue
