@@ -19,6 +19,8 @@ def main() -> None:
     p = parser(__doc__.splitlines()[0])
     p.add_argument("--requests", type=int, default=32)
     p.add_argument("--max-tokens", type=int, default=100)
+    p.add_argument("--lengths-from-first-run", action="store_true",
+                   help="warm up with an untimed constrained run, then time unconstrained before constrained")
     args = p.parse_args()
     setup(args)
     from deepinfer import LLM, SamplingParams
@@ -30,14 +32,23 @@ def main() -> None:
         prompts = [llm.tokenizer.apply_chat_template(extraction_prompt(i)) for i in range(args.requests)]
         llm.generate(prompts[:2], SamplingParams(json_schema=EXTRACTION_SCHEMA, max_tokens=4))  # compile + warm up
         mask_seconds = instrument_mask(llm.engine)
+        constrained_params = SamplingParams(json_schema=EXTRACTION_SCHEMA, temperature=0, max_tokens=args.max_tokens)
+        if args.lengths_from_first_run:  # one extra constrained run, untimed, to learn the lengths
+            lengths = [len(o.token_ids) for o in llm.generate(prompts, constrained_params)]
+            mask_seconds[0] = 0.0
+            start = time.perf_counter()
+            free = llm.generate(prompts, [SamplingParams(temperature=0, max_tokens=n, ignore_eos=True)
+                                          for n in lengths])
+            t_free = time.perf_counter() - start
         start = time.perf_counter()
-        constrained = llm.generate(prompts, SamplingParams(json_schema=EXTRACTION_SCHEMA, temperature=0,
-                                                           max_tokens=args.max_tokens))
+        constrained = llm.generate(prompts, constrained_params)
         t_constrained = time.perf_counter() - start
         lengths = [len(o.token_ids) for o in constrained]
-        start = time.perf_counter()
-        free = llm.generate(prompts, [SamplingParams(temperature=0, max_tokens=n, ignore_eos=True) for n in lengths])
-        t_free = time.perf_counter() - start
+        if not args.lengths_from_first_run:
+            start = time.perf_counter()
+            free = llm.generate(prompts, [SamplingParams(temperature=0, max_tokens=n, ignore_eos=True)
+                                          for n in lengths])
+            t_free = time.perf_counter() - start
         assert [len(o.token_ids) for o in free] == lengths
         tokens = sum(lengths)
         rows.append([dtype, args.requests, tokens, f"{t_free:.2f}", f"{t_constrained:.2f}",
