@@ -10,9 +10,7 @@ the exact complement of Python's full Unicode set. Constructs that are not
 regular (backreferences, lookaround, word boundaries, case-insensitive flags)
 raise PatternError naming the construct.
 
-Also owns `bound_length`: a pattern's language intersected with a character
-length range (`minLength`/`maxLength`), exact when the lengths distribute over
-the expression and otherwise a sound under-approximation (the caller records it).
+Length bounds on a pattern's language are json_length's.
 Knows nothing about JSON text or schemas.
 """
 
@@ -97,8 +95,18 @@ def _search(items: list) -> Expr:
     end = bool(items) and items[-1][0] is C.AT and items[-1][1] in (C.AT_END, C.AT_END_STRING)
     if end:
         items = items[:-1]
-    body = _seq(items)
-    return seq(ir.EMPTY if start else repeat(ANY), body, ir.EMPTY if end else repeat(ANY))
+    parts = [_node(op, av) for op, av in items]
+    # any text around a nullable part absorbs it: .*(N)X = .*X when N matches the empty string
+    while parts and not start and _nullable(parts[0]):
+        parts.pop(0)
+    while parts and not end and _nullable(parts[-1]):
+        parts.pop()
+    return seq(ir.EMPTY if start else repeat(ANY), *parts, ir.EMPTY if end else repeat(ANY))
+
+
+def _nullable(e: Expr) -> bool:
+    from .json_length import min_len
+    return min_len(e) == 0
 
 
 def _seq(items) -> Expr:
@@ -143,149 +151,3 @@ def _class(items) -> Expr:
         else:
             raise PatternError(f"unsupported class item {op}")
     return CharClass.of(ranges, negated=negated)
-
-
-# ------------------------------------------------------------- length bounds
-
-def min_len(e: Expr) -> int:
-    match e:
-        case ir.Literal(text):
-            return len(text)
-        case CharClass():
-            return 1
-        case ir.Seq(items):
-            return sum(min_len(i) for i in items)
-        case ir.Alt(items):
-            return min((min_len(i) for i in items), default=0)
-        case ir.Repeat(item, lo, _):
-            return lo * min_len(item)
-    raise PatternError(f"cannot measure {e!r}")
-
-
-def max_len(e: Expr) -> int | None:
-    match e:
-        case ir.Literal(text):
-            return len(text)
-        case CharClass():
-            return 1
-        case ir.Seq(items):
-            total = 0
-            for i in items:
-                m = max_len(i)
-                if m is None:
-                    return None
-                total += m
-            return total
-        case ir.Alt(items):
-            ms = [max_len(i) for i in items]
-            return None if None in ms else max(ms, default=0)
-        case ir.Repeat(item, _, hi):
-            m = max_len(item)
-            if m == 0:
-                return 0
-            return None if hi is None or m is None else hi * m
-    raise PatternError(f"cannot measure {e!r}")
-
-
-def bound_length(e: Expr, lo: int, hi: int | None) -> tuple[Expr, bool]:
-    """(expr, exact): a subset of L(e) with lengths in [lo, hi]; exact=False if some strings
-    of L(e) within the bounds were dropped (budgets split between variable parts)."""
-    mn, mx = min_len(e), max_len(e)
-    if lo <= mn and (hi is None or (mx is not None and mx <= hi)):
-        return e, True
-    if hi is not None and (hi < mn or hi < lo):
-        return ir.NOTHING, True
-    if mx is not None and mx < lo:
-        return ir.NOTHING, True
-    match e:
-        case ir.Alt(items):
-            parts = [bound_length(i, lo, hi) for i in items]
-            return alt(*(p for p, _ in parts)), all(x for _, x in parts)
-        case ir.Repeat(item, a, b):
-            return _bound_repeat(item, a, b, lo, hi)
-        case ir.Seq(items):
-            return _bound_seq(list(items), lo, hi)
-    return ir.NOTHING, True  # fixed-length leaves outside the bounds
-
-
-def _bound_repeat(item: Expr, a: int, b: int | None, lo: int, hi: int | None):
-    mn, mx = min_len(item), max_len(item)
-    if mn == mx and mn > 0:  # fixed-length items: the count bounds are exact
-        cnt_lo = max(a, -(-lo // mn))
-        cnt_hi = hi // mn if hi is not None else None
-        if b is not None:
-            cnt_hi = b if cnt_hi is None else min(b, cnt_hi)
-        return repeat(item, cnt_lo, cnt_hi), True
-    # variable-length items: unroll the minimum, bound the rest with per-item budgets
-    if hi is None:  # only a lower bound: ask for enough items of at least length 1
-        if mn == 0:
-            inner, _ = bound_length(item, 1, None)
-            need = max(a, lo)
-            return repeat(inner, need, b), False
-        return repeat(item, max(a, -(-lo // mn)), b), False
-    per_item = max(hi // max(a, 1), mn) if a else hi
-    count_hi = b if b is not None else hi // max(mn, 1) if mn else hi
-    inner, _ = bound_length(item, max(mn, 1) if not a else mn, min(per_item, hi))
-    n_hi = min(count_hi, hi // max(min_len(inner), 1)) if min_len(inner) else count_hi
-    # each of at most n items is <= per-item budget; keep the total <= hi
-    per = hi // max(n_hi, 1)
-    inner, _ = bound_length(item, min_len(inner), per)
-    cnt_lo = a
-    if lo > 0:
-        cnt_lo = max(a, -(-lo // max(max_len(inner) or 1, 1)))
-    if cnt_lo > n_hi:
-        return ir.NOTHING, False
-    return repeat(inner, cnt_lo, n_hi), False
-
-
-MAX_SPREADS = 64
-
-
-def _spreads(total: int, parts: int):
-    """All ways to write `total` as an ordered sum of `parts` non-negative integers."""
-    if parts == 1:
-        yield (total,)
-        return
-    for first in range(total + 1):
-        for rest in _spreads(total - first, parts - 1):
-            yield (first, *rest)
-
-
-def _bound_seq(items: list[Expr], lo: int, hi: int | None):
-    mins = [min_len(i) for i in items]
-    maxs = [max_len(i) for i in items]
-    variable = [k for k in range(len(items)) if maxs[k] != mins[k]]
-    fixed = sum(mins[k] for k in range(len(items)) if k not in variable)
-    if len(variable) == 1:
-        k = variable[0]
-        part, exact = bound_length(items[k], max(lo - fixed, 0), None if hi is None else hi - fixed)
-        return seq(*items[:k], part, *items[k + 1:]), exact
-    if hi is None:  # only a lower bound: every way to spread the missing length is exact
-        spreads = list(_spreads(max(lo - sum(mins), 0), len(variable)))
-        if len(spreads) <= MAX_SPREADS:
-            alts = []
-            for extra in spreads:
-                out = list(items)
-                for n, k in enumerate(variable):
-                    out[k], _ = bound_length(items[k], mins[k] + extra[n], None)
-                alts.append(seq(*out))
-            return alt(*alts), True
-    # several variable parts: split the slack evenly (sound, not exact)
-    out = list(items)
-    base = sum(mins)
-    slack_hi = None if hi is None else hi - base
-    need = max(lo - base, 0)
-    share = None if slack_hi is None else slack_hi // len(variable)
-    for n, k in enumerate(variable):
-        part_hi = None if share is None else mins[k] + share
-        if maxs[k] is not None and part_hi is not None:
-            part_hi = min(part_hi, maxs[k])
-        room = (maxs[k] if maxs[k] is not None else 10**9) - mins[k]
-        if part_hi is not None:
-            room = min(room, part_hi - mins[k])
-        extra = min(need, room)
-        need -= extra
-        out[k], _ = bound_length(items[k], mins[k] + extra, part_hi)
-    if need > 0:
-        return ir.NOTHING, False
-    return seq(*out), False

@@ -15,7 +15,8 @@ from deepinfer.constraints.ir import CharClass, Expr, alt, literal, repeat, seq
 
 from .json_formats import format_expr
 from .json_numbers import Bounds, RangeError, integer_bounds, int_range, integer_text, number_text
-from .json_pattern import PatternError, bound_length, parse_pattern
+from .json_length import bound_length
+from .json_pattern import PatternError, parse_pattern
 from .json_words import minus_words
 from .json_refs import Node
 from .json_text import ANY_CHAR, STRING_CHAR, encode_expr, quoted
