@@ -1,10 +1,11 @@
-"""One constraint per request: collect the candidates, refuse two, build tool schemas.
+"""One constraint per request: collect the candidates, refuse two.
 
 Every protocol offers several places to ask for structured output (OpenAI
 `response_format`, vLLM `structured_outputs`, SGLang `regex`/`ebnf`, forced
 tool calls ...). The translators gather every one the request used as a
 `ConstraintSpec` naming its source field; `single_constraint` refuses more
-than one. Compilation (and its 400s) is `validation.py`'s job.
+than one (tool calls are composed with them in `tool_calls.py`). Compilation
+(and its 400s) is `validation.py`'s job.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class ToolDecl:
     description: str | None
     parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object"})
     strict: bool = False
+    source: str | None = None  # the request field of its parameters schema, for error messages
 
 
 # `json_object`: any JSON object. A context-free grammar (nesting is unbounded), with whitespace
@@ -126,59 +128,3 @@ def extra_field_specs(req) -> list[ConstraintSpec]:
     if req.ebnf is not None:
         specs.append(ConstraintSpec("grammar", req.ebnf, "ebnf", syntax=grammar_syntax(req.ebnf)))
     return specs
-
-
-def tool_call_schema(tools: list[ToolDecl]) -> dict:
-    """The JSON Schema of one call: {"name": <const>, "arguments": <parameters>}.
-
-    With several tools it is an anyOf over the tools, so the name decides which
-    parameters schema the arguments must satisfy.
-    """
-    def one(tool: ToolDecl) -> dict:
-        return {"type": "object",
-                "properties": {"name": {"const": tool.name}, "arguments": tool.parameters},
-                "required": ["name", "arguments"], "additionalProperties": False}
-
-    if len(tools) == 1:
-        return one(tools[0])
-    return {"anyOf": [one(t) for t in tools]}
-
-
-def forced_tool_spec(tools: list[ToolDecl], choice: str | None, source: str) -> ConstraintSpec:
-    """The constraint for a required call (`choice` None) or a call to the named tool."""
-    if choice is not None:
-        chosen = [t for t in tools if t.name == choice]
-        if not chosen:
-            known = ", ".join(t.name for t in tools) or "none"
-            raise bad_request(f"'{source}' names tool '{choice}', which is not among the declared "
-                              f"tools ({known})", param=source)
-        tools = chosen
-    return ConstraintSpec("json_schema", tool_call_schema(tools), source,
-                          strict=all(t.strict for t in tools))
-
-
-def parse_tool_call(text: str, tools: list[ToolDecl]) -> tuple[str, dict] | None:
-    """(name, arguments) from generated text shaped like `tool_call_schema`, else None.
-
-    Also accepts the common `<tool_call>{...}</tool_call>` wrapping that chat
-    templates teach models, for unconstrained (`auto`) calls.
-    """
-    body = text.strip()
-    if body.startswith("<tool_call>") and body.endswith("</tool_call>"):
-        body = body[len("<tool_call>"):-len("</tool_call>")].strip()
-    try:
-        value = json.loads(body)
-    except json.JSONDecodeError:
-        return None
-    if not isinstance(value, dict):
-        return None
-    args = value.get("arguments", value.get("parameters"))
-    if isinstance(args, str):
-        try:
-            args = json.loads(args)
-        except json.JSONDecodeError:
-            return None
-    names = {t.name for t in tools}
-    if value.get("name") in names and isinstance(args, dict):
-        return value["name"], args
-    return None

@@ -12,9 +12,9 @@ import secrets
 import time
 from typing import Any
 
-from deepinfer.server.constraint_spec import parse_tool_call
 from deepinfer.server.errors import APIError
 from deepinfer.server.job import ChoiceResult, Job, TokenLogprob, Usage
+from deepinfer.server.tool_calls import resolve_tool_calls
 
 
 def new_id(prefix: str) -> str:
@@ -52,43 +52,17 @@ def chat_logprobs(job: Job, logprobs: list[TokenLogprob]) -> dict | None:
     return {"content": [token_logprob_json(lp) for lp in logprobs], "refusal": None}
 
 
-def resolve_tool_call(job: Job, result: ChoiceResult) -> None:
-    """Parse a finished choice's text as a tool call when the job allows tools."""
-    if job.tool_mode == "none" or result.finish_reason not in ("stop", None):
-        return
-    result.tool_call = parse_tool_call(result.text, job.tools)
-    if job.tool_mode == "auto" and result.tool_call is not None and not _strict_ok(job, result.tool_call):
-        result.tool_call = None  # an unconstrained call that breaks a strict tool's schema stays text
-    if job.tool_mode == "forced" and result.tool_call is None:
-        raise APIError(500, "the forced tool call did not parse as JSON matching the tool schema")
-
-
-def _strict_ok(job: Job, call: tuple[str, dict]) -> bool:
-    import jsonschema
-
-    tool = next(t for t in job.tools if t.name == call[0])
-    if not tool.strict:
-        return True
-    try:
-        jsonschema.validate(call[1], tool.parameters)
-    except jsonschema.ValidationError:
-        return False
-    return True
-
-
-def tool_calls_json(call: tuple[str, dict], call_id: str, index: int | None = None) -> list[dict]:
-    item = {"id": call_id, "type": "function",
-            "function": {"name": call[0], "arguments": json.dumps(call[1], ensure_ascii=False)}}
-    if index is not None:
-        item = {"index": index, **item}
-    return [item]
+def tool_calls_json(calls: list[tuple[str, dict]]) -> list[dict]:
+    return [{"id": new_id("call_"), "type": "function",
+             "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)}}
+            for name, args in calls]
 
 
 def chat_message(job: Job, result: ChoiceResult) -> tuple[dict, str]:
-    resolve_tool_call(job, result)
-    if result.tool_call is not None:
-        msg = {"role": "assistant", "content": None, "refusal": None,
-               "tool_calls": tool_calls_json(result.tool_call, new_id("call_"))}
+    resolve_tool_calls(job, result)
+    if result.tool_calls:
+        msg = {"role": "assistant", "content": result.text or None, "refusal": None,
+               "tool_calls": tool_calls_json(result.tool_calls)}
         reason = "tool_calls"
     else:
         msg = {"role": "assistant", "content": result.text, "refusal": None}
@@ -164,12 +138,12 @@ class ChatChunks:
         out = []
         if self.buffer_tools:
             message, reason = chat_message(self.job, result)
+            if message["content"]:
+                out.append(self.content(result.index, message["content"], result.logprobs))
             if message.get("tool_calls"):
-                calls = [{"index": 0, **c} for c in message["tool_calls"]]
+                calls = [{"index": i, **c} for i, c in enumerate(message["tool_calls"])]
                 out.append(self.chunk([{"index": result.index, "delta": {"tool_calls": calls},
                                         "logprobs": None, "finish_reason": None}]))
-            elif result.text:
-                out.append(self.content(result.index, result.text, result.logprobs))
         else:
             reason = finish_reason(result.finish_reason)
         out.append(self.chunk([{"index": result.index, "delta": {}, "logprobs": None,

@@ -44,6 +44,7 @@ class Job:
     constraint: ConstraintSpec | None = None
     tool_mode: ToolMode = "none"
     tools: list[ToolDecl] = field(default_factory=list)
+    parallel_tool_calls: bool = True  # several calls in one turn (OpenAI's default); False: at most one
     reasoning_aware: bool = False
     reasoning_end: str = "</think>"
     json_whitespace: str | None = None  # server-wide JSON Schema whitespace mode (None: compiler default)
@@ -87,7 +88,8 @@ class ChoiceResult:
     stop_sequence: str | None = None
     cached_tokens: int = 0
     reasoning: str = ""
-    tool_call: tuple[str, dict[str, Any]] | None = None  # (name, arguments) once parsed
+    tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (name, arguments)
+    resolved: bool = False  # tool calls parsed out of `text` (which then keeps only the text before them)
 
     def add(self, delta: Delta) -> None:
         if delta.kind == "reasoning":

@@ -9,10 +9,11 @@ from fastapi.responses import JSONResponse
 
 from deepinfer.server import sse
 from deepinfer.server.errors import APIError
-from deepinfer.server.format_openai import new_id, raise_if_failed, resolve_tool_call
+from deepinfer.server.format_openai import new_id, raise_if_failed
 from deepinfer.server.job import ChoiceResult, Job, Usage
 from deepinfer.server.protocol.anthropic import MessagesRequest
 from deepinfer.server.state import admit, collect, get_state, parse_body, usage_of
+from deepinfer.server.tool_calls import resolve_tool_calls
 from deepinfer.server.translate_anthropic import messages_job
 
 router = APIRouter()
@@ -20,7 +21,7 @@ router = APIRouter()
 
 def stop_reason(job: Job, result: ChoiceResult) -> tuple[str, str | None]:
     """(stop_reason, stop_sequence) in Anthropic's vocabulary."""
-    if result.tool_call is not None:
+    if result.tool_calls:
         return "tool_use", None
     if result.finish_reason == "length":
         return "max_tokens", None
@@ -29,14 +30,16 @@ def stop_reason(job: Job, result: ChoiceResult) -> tuple[str, str | None]:
 
 
 def content_blocks(job: Job, result: ChoiceResult) -> list[dict]:
-    """The answer block (text or tool_use), last; a thinking block before it if any."""
-    resolve_tool_call(job, result)
+    """A thinking block if any, then the text block, then one tool_use block per call.
+
+    A text block is always there when there are no calls (possibly empty)."""
+    resolve_tool_calls(job, result)
     thinking = ([{"type": "thinking", "thinking": result.reasoning, "signature": ""}]
                 if result.reasoning else [])
-    if result.tool_call is not None:
-        name, args = result.tool_call
-        return thinking + [{"type": "tool_use", "id": new_id("toolu_"), "name": name, "input": args}]
-    return thinking + [{"type": "text", "text": result.text}]
+    text = [{"type": "text", "text": result.text}] if result.text or not result.tool_calls else []
+    calls = [{"type": "tool_use", "id": new_id("toolu_"), "name": name, "input": args}
+             for name, args in result.tool_calls]
+    return thinking + text + calls
 
 
 def usage_json(usage: Usage) -> dict:
@@ -121,17 +124,20 @@ async def _events(state, job: Job, msg_id: str):
     except APIError as exc:
         yield sse.event("error", exc.body("anthropic"))
         return
-    answer = final_blocks[-1]
-    if answer["type"] == "tool_use":
-        for e in blocks.open({**answer, "input": {}}):
-            yield e
-        yield blocks.delta({"type": "input_json_delta", "partial_json": json.dumps(answer["input"],
-                                                                                    ensure_ascii=False)})
-    elif blocks.kind != "text":  # buffered text, or an empty answer: its block still appears
-        for e in blocks.open({"type": "text", "text": ""}):
-            yield e
-        if answer["text"]:
-            yield blocks.delta({"type": "text_delta", "text": answer["text"]})
+    for block in final_blocks:
+        if block["type"] == "tool_use":
+            for e in blocks.open({**block, "input": {}}):
+                yield e
+            yield blocks.delta({"type": "input_json_delta",
+                                "partial_json": json.dumps(block["input"], ensure_ascii=False)})
+        elif block["type"] == "text" and not text_live:  # buffered text: it goes out now
+            for e in blocks.open({"type": "text", "text": ""}):
+                yield e
+            if block["text"]:
+                yield blocks.delta({"type": "text_delta", "text": block["text"]})
+        elif block["type"] == "text" and blocks.kind != "text":  # an empty answer: its block still appears
+            for e in blocks.open({"type": "text", "text": ""}):
+                yield e
     for e in blocks.close():
         yield e
     usage = usage_of(job, [result])

@@ -10,10 +10,11 @@ from fastapi.responses import JSONResponse
 
 from deepinfer.server import sse
 from deepinfer.server.errors import APIError
-from deepinfer.server.format_openai import new_id, raise_if_failed, resolve_tool_call, token_logprob_json
+from deepinfer.server.format_openai import new_id, raise_if_failed, token_logprob_json
 from deepinfer.server.job import ChoiceResult, Job, TokenLogprob, Usage
 from deepinfer.server.protocol.responses import ResponsesRequest
 from deepinfer.server.state import admit, collect, get_state, parse_body, usage_of
+from deepinfer.server.tool_calls import resolve_tool_calls
 from deepinfer.server.translate_responses import responses_job
 
 router = APIRouter()
@@ -32,20 +33,19 @@ def _usage(usage: Usage) -> dict:
 
 
 def output_items(job: Job, result: ChoiceResult, msg_id: str) -> list[dict]:
-    """The answer item (message or function_call), last; a reasoning item before it if any."""
-    resolve_tool_call(job, result)
+    """A reasoning item if any, then the message (when there is text or no call), then the calls."""
+    resolve_tool_calls(job, result)
     reasoning = ([{"type": "reasoning", "id": new_id("rs_"), "summary": [],
                    "content": [{"type": "reasoning_text", "text": result.reasoning}]}]
                  if result.reasoning else [])
-    if result.tool_call is not None:
-        name, args = result.tool_call
-        return reasoning + [{"type": "function_call", "id": new_id("fc_"), "call_id": new_id("call_"),
-                             "name": name, "arguments": json.dumps(args, ensure_ascii=False),
-                             "status": "completed"}]
+    calls = [{"type": "function_call", "id": new_id("fc_"), "call_id": new_id("call_"), "name": name,
+              "arguments": json.dumps(args, ensure_ascii=False), "status": "completed"}
+             for name, args in result.tool_calls]
     part = {"type": "output_text", "text": result.text, "annotations": [],
             "logprobs": _logprobs(job, result.logprobs)}
-    return reasoning + [{"type": "message", "id": msg_id, "status": "completed", "role": "assistant",
-                         "content": [part]}]
+    message = ([{"type": "message", "id": msg_id, "status": "completed", "role": "assistant",
+                 "content": [part]}] if result.text or not calls else [])
+    return reasoning + message + calls
 
 
 def response_object(req: ResponsesRequest, resp_id: str, created: int, model: str, status: str,
@@ -117,12 +117,17 @@ async def _events(state, req, job, resp_id, created):
         failed["error"] = {"code": "server_error", "message": exc.message}
         yield ev("response.failed", response=failed)
         return
-    item = items[-1]
-    if len(items) == 2:  # the reasoning item comes first, whole
-        yield ev("response.output_item.added", output_index=0, item=items[0])
-        yield ev("response.output_item.done", output_index=0, item=items[0])
-        loc["output_index"] = 1
-    index = loc["output_index"]
+    for index, item in enumerate(items):
+        for e in _item_events(ev, item, index, live=text_open):
+            yield e
+    usage = usage_of(job, [result])
+    state.metrics.record_tokens(usage.prompt_tokens, usage.completion_tokens)
+    final = response_object(req, resp_id, created, model, "completed", items, usage, result.finish_reason)
+    yield ev("response.incomplete" if final["status"] == "incomplete" else "response.completed", response=final)
+
+
+def _item_events(ev, item: dict, index: int, live: bool):
+    """The events of one finished output item (`live`: its message was opened and streamed already)."""
     if item["type"] == "function_call":
         yield ev("response.output_item.added", output_index=index,
                  item={**item, "arguments": "", "status": "in_progress"})
@@ -130,17 +135,16 @@ async def _events(state, req, job, resp_id, created):
                  delta=item["arguments"])
         yield ev("response.function_call_arguments.done", item_id=item["id"], output_index=index,
                  name=item["name"], arguments=item["arguments"])
-    else:
+    elif item["type"] == "message":
         part = item["content"][0]
-        if not text_open:
+        loc = {"item_id": item["id"], "output_index": index, "content_index": 0}
+        if not live:
             yield ev("response.output_item.added", output_index=index,
                      item={**item, "status": "in_progress", "content": []})
             yield ev("response.content_part.added", **loc, part={**part, "text": ""})
             yield ev("response.output_text.delta", **loc, delta=part["text"], logprobs=part["logprobs"])
         yield ev("response.output_text.done", **loc, text=part["text"], logprobs=part["logprobs"])
         yield ev("response.content_part.done", **loc, part=part)
+    else:  # reasoning: whole
+        yield ev("response.output_item.added", output_index=index, item=item)
     yield ev("response.output_item.done", output_index=index, item=item)
-    usage = usage_of(job, [result])
-    state.metrics.record_tokens(usage.prompt_tokens, usage.completion_tokens)
-    final = response_object(req, resp_id, created, model, "completed", items, usage, result.finish_reason)
-    yield ev("response.incomplete" if final["status"] == "incomplete" else "response.completed", response=final)

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from deepinfer.server.config import ServerConfig
-from deepinfer.server.constraint_spec import (ConstraintSpec, ToolDecl, extra_field_specs,
-                                              forced_tool_spec, single_constraint)
+from deepinfer.server.constraint_spec import ConstraintSpec, ToolDecl, extra_field_specs
 from deepinfer.server.errors import bad_request
 from deepinfer.server.job import Job, Sampling
 from deepinfer.server.prompt import check_context, render_chat
 from deepinfer.server.protocol.anthropic import MessagesRequest, ToolResultBlock, ToolUseBlock
+from deepinfer.server.tool_calls import request_constraint
 
 
 def _text_of(content) -> str:
@@ -75,12 +75,12 @@ def tool_mode(req: MessagesRequest, tools: list[ToolDecl]) -> tuple[str, str | N
 
 
 def messages_job(req: MessagesRequest, tokenizer: Any, config: ServerConfig) -> Job:
-    tools = [ToolDecl(t.name, t.description, t.input_schema, bool(t.strict)) for t in req.tools or []]
+    tools = [ToolDecl(t.name, t.description, t.input_schema, bool(t.strict), f"tools[{i}].input_schema")
+             for i, t in enumerate(req.tools or [])]
     mode, named = tool_mode(req, tools)
     candidates = output_format_specs(req) + extra_field_specs(req)
-    if mode == "forced":
-        candidates.append(forced_tool_spec(tools, named, "tool_choice"))
-    constraint = single_constraint(candidates)
+    parallel = not (req.tool_choice is not None and req.tool_choice.disable_parallel_tool_use)
+    constraint = request_constraint(candidates, tools, mode, named, parallel, config.json_whitespace)
     text, ids = render_chat(tokenizer, chat_messages(req), tools if mode != "none" else [])
     check_context(ids, req.max_tokens, config.max_model_len)
     sampling = Sampling(max_tokens=req.max_tokens, temperature=req.temperature, top_p=req.top_p,
@@ -92,5 +92,5 @@ def messages_job(req: MessagesRequest, tokenizer: Any, config: ServerConfig) -> 
     else:
         reasoning = config.reasoning_aware
     return Job(prompt_token_ids=ids, prompt_text=text, sampling=sampling, constraint=constraint,
-               tool_mode=mode, tools=tools, reasoning_aware=reasoning, reasoning_end=config.reasoning_end,
+               tool_mode=mode, tools=tools, parallel_tool_calls=parallel, reasoning_aware=reasoning, reasoning_end=config.reasoning_end,
                json_whitespace=config.json_whitespace)

@@ -11,12 +11,13 @@ import json
 from typing import Any
 
 from deepinfer.server.config import ServerConfig
-from deepinfer.server.constraint_spec import (ConstraintSpec, ToolDecl, extra_field_specs,
-                                              forced_tool_spec, json_object_spec, single_constraint)
+from deepinfer.server.constraint_spec import (ConstraintSpec, ToolDecl, extra_field_specs, json_object_spec,
+                                              single_constraint)
 from deepinfer.server.errors import bad_request
 from deepinfer.server.job import Job, Sampling
 from deepinfer.server.prompt import check_context, render_chat, render_text
 from deepinfer.server.protocol.openai import ChatCompletionRequest, CompletionRequest
+from deepinfer.server.tool_calls import request_constraint
 
 
 def response_format_spec(fmt, source: str = "response_format") -> ConstraintSpec | None:
@@ -96,7 +97,8 @@ def _json_or_text(text: str) -> Any:
 def tool_decls(req: ChatCompletionRequest) -> list[ToolDecl]:
     return [ToolDecl(t.function.name, t.function.description,
                      t.function.parameters or {"type": "object", "properties": {}},
-                     bool(t.function.strict)) for t in (req.tools or [])]
+                     bool(t.function.strict), f"tools[{i}].function.parameters")
+            for i, t in enumerate(req.tools or [])]
 
 
 def tool_mode(tools: list[ToolDecl], choice) -> tuple[str, str | None]:
@@ -131,15 +133,14 @@ def chat_job(req: ChatCompletionRequest, tokenizer: Any, config: ServerConfig) -
     mode, named = tool_mode(tools, req.tool_choice)
     candidates = [s for s in [response_format_spec(req.response_format)] if s is not None]
     candidates += extra_field_specs(req)
-    if mode == "forced":
-        candidates.append(forced_tool_spec(tools, named, "tool_choice"))
-    constraint = single_constraint(candidates)
+    parallel = req.parallel_tool_calls is not False
+    constraint = request_constraint(candidates, tools, mode, named, parallel, config.json_whitespace)
     text, ids = render_chat(tokenizer, chat_messages(req), tools if mode != "none" else [])
     max_tokens = config.max_tokens(max_tokens_field(req), len(ids))
     check_context(ids, max_tokens, config.max_model_len)
     logprobs = (req.top_logprobs or 0) if req.logprobs else None
     return Job(prompt_token_ids=ids, prompt_text=text, sampling=sampling(req, max_tokens, logprobs),
-               n=req.n, constraint=constraint, tool_mode=mode, tools=tools,
+               n=req.n, constraint=constraint, tool_mode=mode, tools=tools, parallel_tool_calls=parallel,
                reasoning_aware=_reasoning(req, config), reasoning_end=config.reasoning_end,
                json_whitespace=config.json_whitespace)
 

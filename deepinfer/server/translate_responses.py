@@ -6,13 +6,13 @@ import json
 from typing import Any
 
 from deepinfer.server.config import ServerConfig
-from deepinfer.server.constraint_spec import (ConstraintSpec, ToolDecl, extra_field_specs,
-                                              forced_tool_spec, json_object_spec, single_constraint)
+from deepinfer.server.constraint_spec import ConstraintSpec, ToolDecl, extra_field_specs, json_object_spec
 from deepinfer.server.errors import bad_request
 from deepinfer.server.job import Job, Sampling
 from deepinfer.server.prompt import check_context, render_chat
 from deepinfer.server.protocol.responses import (FunctionCallItem, FunctionCallOutputItem,
                                                  ResponsesRequest)
+from deepinfer.server.tool_calls import request_constraint
 from deepinfer.server.translate_openai import stop_list
 
 
@@ -58,7 +58,7 @@ def _logprobs(req: ResponsesRequest) -> int | None:
 
 def responses_job(req: ResponsesRequest, tokenizer: Any, config: ServerConfig) -> Job:
     tools = [ToolDecl(t.name, t.description, t.parameters or {"type": "object", "properties": {}},
-                      bool(t.strict)) for t in (req.tools or [])]
+                      bool(t.strict), f"tools[{i}].parameters") for i, t in enumerate(req.tools or [])]
     choice = req.tool_choice
     if choice not in (None, "none") and not tools:
         raise bad_request("'tool_choice' is set but no 'tools' are declared", param="tool_choice")
@@ -69,9 +69,8 @@ def responses_job(req: ResponsesRequest, tokenizer: Any, config: ServerConfig) -
     else:
         mode, named = "forced", (None if choice == "required" else choice.name)
     candidates = [s for s in [text_format_spec(req)] if s is not None] + extra_field_specs(req)
-    if mode == "forced":
-        candidates.append(forced_tool_spec(tools, named, "tool_choice"))
-    constraint = single_constraint(candidates)
+    parallel = req.parallel_tool_calls is not False
+    constraint = request_constraint(candidates, tools, mode, named, parallel, config.json_whitespace)
     text, ids = render_chat(tokenizer, input_messages(req), tools if mode != "none" else [])
     max_tokens = config.max_tokens(req.max_output_tokens, len(ids))
     check_context(ids, max_tokens, config.max_model_len)
@@ -80,5 +79,5 @@ def responses_job(req: ResponsesRequest, tokenizer: Any, config: ServerConfig) -
                         logprobs=_logprobs(req))
     reasoning = config.reasoning_aware if req.reasoning_aware is None else req.reasoning_aware
     return Job(prompt_token_ids=ids, prompt_text=text, sampling=sampling, constraint=constraint,
-               tool_mode=mode, tools=tools, reasoning_aware=reasoning, reasoning_end=config.reasoning_end,
+               tool_mode=mode, tools=tools, parallel_tool_calls=parallel, reasoning_aware=reasoning, reasoning_end=config.reasoning_end,
                json_whitespace=config.json_whitespace)

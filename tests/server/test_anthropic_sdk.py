@@ -29,8 +29,9 @@ def test_messages_plain(client):
 
 
 def test_messages_tool_any(client):
-    m = client.messages.create(model="tiny", max_tokens=48, messages=MESSAGES, tools=[CITY_TOOL],
-                               tool_choice={"type": "any"}, extra_body={"seed": 2})
+    m = client.messages.create(model="tiny", max_tokens=160, messages=MESSAGES, tools=[CITY_TOOL],
+                               tool_choice={"type": "any", "disable_parallel_tool_use": True},
+                               extra_body={"seed": 2})
     assert m.stop_reason == "tool_use"
     block = m.content[0]
     assert block.type == "tool_use" and block.name == "get_weather" and block.id.startswith("toolu_")
@@ -45,7 +46,7 @@ def test_messages_structured_output(client):
 
 
 def test_messages_streaming_tool(client):
-    with client.messages.stream(model="tiny", max_tokens=48, messages=MESSAGES, tools=[CITY_TOOL],
+    with client.messages.stream(model="tiny", max_tokens=160, messages=MESSAGES, tools=[CITY_TOOL],
                                 tool_choice={"type": "tool", "name": "get_weather"},
                                 extra_body={"seed": 4}) as stream:
         final = stream.get_final_message()
@@ -90,7 +91,7 @@ def test_messages_multi_turn_tool_result(client):
                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "Sunny"},
                                              {"type": "text", "text": "So?"}]}]
     m = client.messages.create(model="tiny", max_tokens=4, messages=messages, tools=[CITY_TOOL],
-                               system="Answer yes or no.", extra_body={"regex": "(yes|no)", "seed": 6})
+                               tool_choice={"type": "none"}, system="Answer yes or no.", extra_body={"regex": "(yes|no)", "seed": 6})
     assert m.content[0].text in ("yes", "no") and m.stop_reason == "end_turn"
 
 

@@ -100,8 +100,8 @@ def test_logprobs(client):
 
 def test_tools_required(client):
     r = client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "Weather?"}],
-                                       tools=[WEATHER_TOOL, TIME_TOOL], tool_choice="required", max_tokens=64,
-                                       seed=6)
+                                       tools=[WEATHER_TOOL, TIME_TOOL], tool_choice="required", max_tokens=160,
+                                       seed=6, parallel_tool_calls=False)
     choice = r.choices[0]
     assert choice.finish_reason == "tool_calls" and choice.message.content is None
     call = choice.message.tool_calls[0]
@@ -112,7 +112,7 @@ def test_tools_required(client):
 def test_tools_named_streaming(client):
     stream = client.chat.completions.create(
         model="tiny", messages=[{"role": "user", "content": "Time?"}], tools=[WEATHER_TOOL, TIME_TOOL],
-        tool_choice={"type": "function", "function": {"name": "get_time"}}, max_tokens=64, seed=7, stream=True)
+        tool_choice={"type": "function", "function": {"name": "get_time"}}, max_tokens=160, seed=7, stream=True)
     calls = [tc for c in stream if c.choices for tc in (c.choices[0].delta.tool_calls or [])]
     assert calls[0].function.name == "get_time"
     assert json.loads("".join(c.function.arguments for c in calls))["zone"] in ("UTC", "CET")
@@ -176,7 +176,7 @@ def test_responses_api_parse_and_stream(client):
 def test_responses_tools_required(client):
     flat = {"type": "function", **WEATHER_TOOL["function"]}
     r = client.responses.create(model="tiny", input="Weather?", tools=[flat], tool_choice="required",
-                                max_output_tokens=64, extra_body={"seed": 12})
+                                max_output_tokens=160, parallel_tool_calls=False, extra_body={"seed": 12})
     call = r.output[0]
     assert call.type == "function_call" and call.name == "get_weather"
     jsonschema.validate(json.loads(call.arguments), flat["parameters"])
@@ -185,7 +185,8 @@ def test_responses_tools_required(client):
 def test_responses_stream_function_call(client):
     flat = {"type": "function", **TIME_TOOL["function"]}
     events = list(client.responses.create(model="tiny", input="Time?", tools=[flat], tool_choice="required",
-                                          max_output_tokens=64, stream=True, extra_body={"seed": 13}))
+                                          max_output_tokens=160, stream=True, parallel_tool_calls=False,
+                                          extra_body={"seed": 13}))
     kinds = [e.type for e in events]
     assert "response.function_call_arguments.done" in kinds and kinds[-1] == "response.completed"
     call = events[-1].response.output[0]
@@ -207,7 +208,7 @@ def test_multi_turn_with_tool_results(client):
                      "function": {"name": "get_weather", "arguments": '{"city": "Oslo", "days": 1}'}}]},
                 {"role": "tool", "tool_call_id": "call_1", "content": "Sunny, 21 C"}]
     r = client.chat.completions.create(model="tiny", messages=messages, tools=[WEATHER_TOOL], max_tokens=4,
-                                       seed=15, extra_body={"regex": "(sunny|rainy)"})
+                                       tool_choice="none", seed=15, extra_body={"regex": "(sunny|rainy)"})
     assert r.choices[0].message.content in ("sunny", "rainy")
     items = [{"role": "user", "content": "Weather in Oslo?"},
              {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": '{"city": "Oslo"}'},

@@ -1,0 +1,186 @@
+"""Tool calls: the constraint that generates them, and parsing them back out.
+
+The model writes calls in the Hermes/Qwen format that ChatML templates teach:
+
+    <tool_call>
+    {"name": "get_weather", "arguments": {...}}
+    </tool_call>
+
+(several calls separated by a newline when parallel calls are allowed). One
+grammar covers every `tool_choice`:
+
+- forced (`required`, Anthropic `any`): one call, or one or more when parallel
+  calls are allowed; a named tool: exactly one call to it.
+- `auto`: either an answer, or calls. The answer is free text that never
+  contains the opener `<tool_call>` (optionally followed by calls), or, when
+  the request also asks for structured output, that constraint instead.
+
+Every call's `arguments` are generated under its tool's `parameters` schema,
+so whenever the model opens a call, what follows is a valid call. Knows
+nothing about HTTP; errors are `APIError`s naming the request field.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from deepinfer.constraints import ir
+from deepinfer.constraints.errors import ConstraintError
+from deepinfer.server.constraint_spec import ConstraintSpec, ToolDecl
+from deepinfer.server.errors import bad_request
+from deepinfer.server.grammar_compose import Composer, lower_json_schema, lower_spec, text_without
+
+
+@dataclass(frozen=True)
+class ToolCallFormat:
+    """How calls are spelled: `prefix {"name": N, "arguments": A} suffix`, joined by `separator`."""
+
+    trigger: str
+    prefix: str
+    suffix: str
+    separator: str
+
+
+HERMES = ToolCallFormat(trigger="<tool_call>", prefix="<tool_call>\n", suffix="\n</tool_call>", separator="\n")
+
+
+def find_tool(tools: list[ToolDecl], name: str, source: str) -> ToolDecl:
+    for tool in tools:
+        if tool.name == name:
+            return tool
+    known = ", ".join(t.name for t in tools) or "none"
+    raise bad_request(f"'{source}' names tool '{name}', which is not among the declared tools ({known})",
+                      param=source)
+
+
+def _lower_tool(tool: ToolDecl, index: int, strict: bool, whitespace: str | None) -> ir.Grammar:
+    from deepinfer.server.validation import check_schema
+
+    source = tool.source or f"tools[{index}]"
+    check_schema(ConstraintSpec("json_schema", tool.parameters, source))
+    try:
+        return lower_json_schema(tool.parameters, whitespace, strict=strict)
+    except ConstraintError as exc:
+        raise bad_request(f"'{source}': {exc}", param=source, code="invalid_constraint") from None
+
+
+def tool_call_constraint(tools: list[ToolDecl], *, forced: bool, named: str | None, parallel: bool,
+                         answer: ConstraintSpec | None = None, whitespace: str | None = None,
+                         fmt: ToolCallFormat = HERMES, source: str = "tools") -> ConstraintSpec:
+    """The grammar of this request's output when tools may (or must) be called."""
+    if named is not None:
+        tools, parallel = [find_tool(tools, named, "tool_choice")], False
+    comp = Composer()
+    calls = []
+    for i, tool in enumerate(tools):
+        # A strict tool (or any forced call) fails closed on a keyword the compiler cannot
+        # enforce; a non-strict tool called on the model's own initiative skips it (noted).
+        args = comp.add(_lower_tool(tool, i, forced or tool.strict, whitespace), f"t{i}")
+        head = f'{fmt.prefix}{{"name": {json.dumps(tool.name)}, "arguments": '
+        calls.append(ir.seq(ir.literal(head), args, ir.literal("}" + fmt.suffix)))
+    call = comp.rule("call", ir.alt(*calls))
+    many = ir.seq(call, ir.repeat(ir.seq(ir.literal(fmt.separator), call))) if parallel else call
+    if forced:
+        root = many
+    elif answer is None:
+        root = ir.seq(comp.rule("text", text_without([fmt.trigger])), ir.optional(many))
+    else:
+        try:
+            lowered = lower_spec(answer.kind, answer.value, answer.syntax, whitespace)
+        except ConstraintError as exc:
+            raise bad_request(f"'{answer.source}': {exc}", param=answer.source, code="invalid_constraint") from None
+        root = ir.alt(comp.add(lowered, "answer"), many)
+    what = "tool_choice" if forced else (f"tools + {answer.source}" if answer else source)
+    return ConstraintSpec("grammar", comp.text(root), what, syntax="gbnf")
+
+
+@dataclass
+class ParsedCalls:
+    content: str  # text before the first call ("" if none)
+    calls: list[tuple[str, dict[str, Any]]]
+
+
+def parse_tool_calls(text: str, tools: list[ToolDecl], fmt: ToolCallFormat = HERMES) -> ParsedCalls | None:
+    """The calls in generated text (None if there are none or they do not parse)."""
+    start = text.find(fmt.trigger)
+    if start < 0:
+        return None
+    names = {t.name for t in tools}
+    decoder = json.JSONDecoder()
+    calls, pos = [], start
+    while pos < len(text):
+        if not text.startswith(fmt.trigger, pos):
+            return None
+        pos += len(fmt.trigger)
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+        try:
+            value, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError:
+            return None
+        rest = text[pos:].lstrip()
+        closer = fmt.suffix.strip()
+        if not rest.startswith(closer):
+            return None
+        pos = len(text) - len(rest) + len(closer)
+        call = _call(value, names)
+        if call is None:
+            return None
+        calls.append(call)
+        pos = len(text) - len(text[pos:].lstrip())
+    return ParsedCalls(text[:start].strip(), calls)
+
+
+def _call(value: Any, names: set[str]) -> tuple[str, dict] | None:
+    if not isinstance(value, dict) or value.get("name") not in names:
+        return None
+    args = value.get("arguments", value.get("parameters"))
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except json.JSONDecodeError:
+            return None
+    return (value["name"], args) if isinstance(args, dict) else None
+
+
+def request_constraint(candidates: list[ConstraintSpec], tools: list[ToolDecl], mode: str, named: str | None,
+                       parallel: bool, whitespace: str | None) -> ConstraintSpec | None:
+    """The one constraint of a request, given its tool mode and its other constraint fields.
+
+    A forced call plus another constraint is two constraints (a 400); `auto`
+    combines: the answer follows the other constraint, or the model calls a tool.
+    """
+    from deepinfer.server.constraint_spec import single_constraint
+    from deepinfer.server.validation import check_schema
+
+    if mode == "forced":
+        single_constraint(candidates + [ConstraintSpec("grammar", "", "tool_choice")])
+        return tool_call_constraint(tools, forced=True, named=named, parallel=parallel, whitespace=whitespace)
+    answer = single_constraint(candidates)
+    if mode == "auto":
+        if answer is not None:
+            check_schema(answer)
+        return tool_call_constraint(tools, forced=False, named=None, parallel=parallel, answer=answer,
+                                    whitespace=whitespace)
+    return answer
+
+
+def resolve_tool_calls(job, result) -> None:
+    """Parse a finished choice's calls out of its text (once); `result.text` keeps the text before them.
+
+    Calls are parsed only from a choice that ended normally: a call cut off by
+    max_tokens stays text, with finish reason "length".
+    """
+    from deepinfer.server.errors import APIError
+
+    if result.resolved or job.tool_mode == "none" or result.finish_reason not in ("stop", None):
+        return
+    result.resolved = True
+    parsed = parse_tool_calls(result.text, job.tools)
+    if parsed is None:
+        if job.tool_mode == "forced":
+            raise APIError(500, "the forced tool call did not parse as a call of a declared tool")
+        return
+    result.text, result.tool_calls = parsed.content, parsed.calls

@@ -1,0 +1,98 @@
+"""The tool-call grammar (auto / forced, parallel or not) and parsing calls back out.
+
+Checked on the compiled automaton of the tiny model's vocabulary: a string is
+in the language iff its bytes walk from the initial state to an accepting one.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from deepinfer.server.constraint_spec import ConstraintSpec, ToolDecl
+from deepinfer.server.errors import APIError
+from deepinfer.server.tool_calls import parse_tool_calls, request_constraint, tool_call_constraint
+
+WEATHER = ToolDecl("get_weather", None, {"type": "object", "properties": {"city": {"enum": ["Paris", "Oslo"]}},
+                                         "required": ["city"], "additionalProperties": False}, strict=True)
+TIME = ToolDecl("get_time", None, {"type": "object", "properties": {"zone": {"enum": ["UTC", "CET"]}},
+                                   "required": ["zone"], "additionalProperties": False})
+
+
+@pytest.fixture(scope="module")
+def compiler(tmp_path_factory):
+    from deepinfer.constraints import GrammarCompiler, Vocabulary
+    from deepinfer.testing import make_tiny_model_dir
+    return GrammarCompiler(Vocabulary.from_pretrained(make_tiny_model_dir(tmp_path_factory.mktemp("m") / "m")))
+
+
+def accepts(compiler, spec: ConstraintSpec, text: str) -> bool:
+    automaton = compiler.compile_grammar(spec.value, syntax=spec.syntax).automaton
+    state = automaton.advance_bytes(automaton.initial_state(), text.encode())
+    return state is not None and automaton.is_accepting(state)
+
+
+def call(name: str, args: dict) -> str:
+    return f'<tool_call>\n{{"name": "{name}", "arguments": {json.dumps(args, separators=(",", ":"))}}}\n</tool_call>'
+
+
+def test_auto_is_free_text_or_calls_under_their_schemas(compiler):
+    spec = tool_call_constraint([WEATHER, TIME], forced=False, named=None, parallel=True, whitespace="compact")
+    assert accepts(compiler, spec, "Hello, no tool needed.")
+    assert accepts(compiler, spec, "")
+    assert accepts(compiler, spec, "Let me check.\n" + call("get_weather", {"city": "Oslo"}))
+    assert accepts(compiler, spec, call("get_weather", {"city": "Oslo"}) + "\n" + call("get_time", {"zone": "UTC"}))
+    assert not accepts(compiler, spec, call("get_weather", {"city": "Rome"}))  # outside the enum
+    assert not accepts(compiler, spec, call("get_time", {"city": "Oslo"}))  # another tool's arguments
+    assert not accepts(compiler, spec, call("nope", {}))
+    assert not accepts(compiler, spec, "text <tool_call> that is not a call")
+    assert not accepts(compiler, spec, call("get_time", {"zone": "UTC"}) + " trailing text")
+
+
+def test_parallel_false_allows_one_call(compiler):
+    one = call("get_time", {"zone": "UTC"})
+    for forced in (False, True):
+        spec = tool_call_constraint([WEATHER, TIME], forced=forced, named=None, parallel=False, whitespace="compact")
+        assert accepts(compiler, spec, one) and not accepts(compiler, spec, one + "\n" + one)
+
+
+def test_forced_and_named(compiler):
+    spec = tool_call_constraint([WEATHER, TIME], forced=True, named=None, parallel=True, whitespace="compact")
+    assert not accepts(compiler, spec, "free text") and not accepts(compiler, spec, "")
+    assert accepts(compiler, spec, call("get_time", {"zone": "CET"}) + "\n" + call("get_time", {"zone": "UTC"}))
+    named = tool_call_constraint([WEATHER, TIME], forced=True, named="get_time", parallel=True, whitespace="compact")
+    assert accepts(compiler, named, call("get_time", {"zone": "CET"}))
+    assert not accepts(compiler, named, call("get_weather", {"city": "Oslo"}))
+    assert not accepts(compiler, named, call("get_time", {"zone": "CET"}) + "\n" + call("get_time", {"zone": "CET"}))
+    with pytest.raises(APIError, match="not among the declared tools"):
+        tool_call_constraint([WEATHER], forced=True, named="zzz", parallel=True)
+
+
+def test_auto_with_response_format_is_that_answer_or_a_call(compiler):
+    answer = ConstraintSpec("regex", "(yes|no)", "regex")
+    spec = request_constraint([answer], [WEATHER], "auto", None, True, "compact")
+    assert accepts(compiler, spec, "yes") and not accepts(compiler, spec, "maybe")
+    assert accepts(compiler, spec, call("get_weather", {"city": "Paris"}))
+    with pytest.raises(APIError, match="only one constraint"):
+        request_constraint([answer], [WEATHER], "forced", None, True, "compact")
+
+
+def test_bad_tool_schema_is_a_400_naming_the_tool_field():
+    bad = ToolDecl("f", None, {"type": "object", "properties": {"a": {"type": "strnig"}}}, True,
+                   "tools[0].function.parameters")
+    with pytest.raises(APIError) as info:
+        tool_call_constraint([bad], forced=False, named=None, parallel=True)
+    assert "tools[0].function.parameters" in info.value.message and "/properties/a" in info.value.message
+
+
+def test_parse_calls_with_leading_text():
+    text = "Checking.\n" + call("get_weather", {"city": "Oslo"}) + "\n" + call("get_time", {"zone": "UTC"})
+    parsed = parse_tool_calls(text, [WEATHER, TIME])
+    assert parsed.content == "Checking."
+    assert parsed.calls == [("get_weather", {"city": "Oslo"}), ("get_time", {"zone": "UTC"})]
+    assert parse_tool_calls("plain text", [WEATHER]) is None
+    assert parse_tool_calls(call("zzz", {}), [WEATHER]) is None
+    # a closing tag inside a string argument does not end the call early
+    tricky = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "</tool_call>"}}\n</tool_call>'
+    assert parse_tool_calls(tricky, [WEATHER]).calls == [("get_weather", {"city": "</tool_call>"})]
