@@ -20,6 +20,7 @@ from .. import ir
 from ..dfa import Limits, determinize
 from ..errors import ConstraintError
 from ..nfa import build_nfa
+from . import lexeme_cache
 
 START = 0  # the augmented start nonterminal S' -> start
 
@@ -250,6 +251,23 @@ class _Splitter:
         """(lexeme index of expr minus ε or None if that is empty, expr nullable?)."""
         if expr in self.lexeme_ids:
             return self.lexeme_ids[expr]
+        key = lexeme_cache.lexeme_key(expr, self.regular_rules, self.limits)
+        cached = lexeme_cache.get(key)
+        if cached is None:
+            cached = self.build_lexeme(expr)
+            lexeme_cache.put(key, *cached)
+        lexeme, nullable = cached
+        index = None
+        if lexeme is not None:
+            index = len(self.lexemes)
+            self.lexemes.append(lexeme)
+        if len(self.lexemes) > 10_000:
+            raise ConstraintError("grammar too large: more than 10000 lexical pieces")
+        self.lexeme_ids[expr] = (index, nullable)
+        return index, nullable
+
+    def build_lexeme(self, expr: ir.Expr) -> tuple[Lexeme | None, bool]:
+        """(expr minus ε as a Lexeme, or None if that is empty; expr nullable?)."""
         rules = dict(self.regular_rules)
         rules["__lexeme__"] = expr
         dfa = determinize(build_nfa(ir.Grammar(rules, "__lexeme__"), self.limits.max_nfa_states),
@@ -260,15 +278,11 @@ class _Splitter:
             trans = np.vstack([trans, trans[:1]])
             accepting = np.append(accepting, False)
             start, digest = len(trans) - 1, digest + "+"
-        index = None
-        if trans.size and (trans[start] >= 0).any():
-            index = len(self.lexemes)
-            self.lexemes.append(Lexeme(expr, np.ascontiguousarray(trans, dtype=np.int32),
-                                       accepting, start, digest))
-        if len(self.lexemes) > 10_000:
-            raise ConstraintError("grammar too large: more than 10000 lexical pieces")
-        self.lexeme_ids[expr] = (index, nullable)
-        return index, nullable
+        if not (trans.size and (trans[start] >= 0).any()):
+            return None, nullable
+        trans = np.ascontiguousarray(trans, dtype=np.int32)
+        trans.flags.writeable = False  # shared between grammars (lexeme_cache)
+        return Lexeme(expr, trans, accepting, start, digest), nullable
 
 
 def _prune_unproductive(productions, num_nt: int):
