@@ -17,14 +17,18 @@ from deepinfer.server.errors import bad_request
 from deepinfer.server.job import Job, Sampling
 from deepinfer.server.prompt import check_context, render_chat, render_text
 from deepinfer.server.protocol.openai import ChatCompletionRequest, CompletionRequest
+from deepinfer.server.structural_tag import structural_tag_spec
 from deepinfer.server.tool_calls import request_constraint
 
 
-def response_format_spec(fmt, source: str = "response_format") -> ConstraintSpec | None:
+def response_format_spec(fmt, whitespace: str | None = None,
+                         source: str = "response_format") -> ConstraintSpec | None:
     if fmt is None or fmt.type == "text":
         return None
     if fmt.type == "json_object":
         return json_object_spec(source)
+    if fmt.type == "structural_tag":
+        return structural_tag_spec(fmt, source, whitespace)
     js = fmt.json_schema
     if js.schema_ is None:
         raise bad_request(f"'{source}.json_schema.schema' is required: without a schema nothing "
@@ -131,7 +135,8 @@ def chat_job(req: ChatCompletionRequest, tokenizer: Any, config: ServerConfig) -
         raise bad_request("'stream_options' is only allowed with 'stream': true", param="stream_options")
     tools = tool_decls(req)
     mode, named = tool_mode(tools, req.tool_choice)
-    candidates = [s for s in [response_format_spec(req.response_format)] if s is not None]
+    fmt = response_format_spec(req.response_format, config.json_whitespace)
+    candidates = [fmt] if fmt is not None else []
     candidates += extra_field_specs(req)
     parallel = req.parallel_tool_calls is not False
     constraint = request_constraint(candidates, tools, mode, named, parallel, config.json_whitespace)
@@ -168,7 +173,8 @@ def completion_job(req: CompletionRequest, tokenizer: Any, config: ServerConfig)
         text, ids = render_text(tokenizer, prompt)
     if not ids:
         raise bad_request("'prompt' is empty", param="prompt")
-    candidates = [s for s in [response_format_spec(req.response_format)] if s is not None]
+    fmt = response_format_spec(req.response_format, config.json_whitespace)
+    candidates = [fmt] if fmt is not None else []
     constraint = single_constraint(candidates + extra_field_specs(req))
     max_tokens = config.max_tokens(req.max_tokens, len(ids))
     check_context(ids, max_tokens, config.max_model_len)

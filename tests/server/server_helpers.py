@@ -18,3 +18,10 @@ def engine_state(engine, **config):
     from deepinfer.server.backend import build_state
     from deepinfer.server.config import ServerConfig
     return build_state(engine, engine.tokenizer, engine.compiler, ServerConfig(model_name="tiny", **config))
+
+
+def accepts(compiler, spec, text: str) -> bool:
+    """Whether a grammar ConstraintSpec's language contains `text` (walks the compiled automaton)."""
+    automaton = compiler.compile_grammar(spec.value, syntax=spec.syntax).automaton
+    state = automaton.advance_bytes(automaton.initial_state(), text.encode())
+    return state is not None and automaton.is_accepting(state)

@@ -13,6 +13,7 @@ import pytest
 from deepinfer.server.constraint_spec import ConstraintSpec, ToolDecl
 from deepinfer.server.errors import APIError
 from deepinfer.server.tool_calls import parse_tool_calls, request_constraint, tool_call_constraint
+from server_helpers import accepts
 
 WEATHER = ToolDecl("get_weather", None, {"type": "object", "properties": {"city": {"enum": ["Paris", "Oslo"]}},
                                          "required": ["city"], "additionalProperties": False}, strict=True)
@@ -21,16 +22,9 @@ TIME = ToolDecl("get_time", None, {"type": "object", "properties": {"zone": {"en
 
 
 @pytest.fixture(scope="module")
-def compiler(tmp_path_factory):
+def compiler(tiny_model_dir):
     from deepinfer.constraints import GrammarCompiler, Vocabulary
-    from deepinfer.testing import make_tiny_model_dir
-    return GrammarCompiler(Vocabulary.from_pretrained(make_tiny_model_dir(tmp_path_factory.mktemp("m") / "m")))
-
-
-def accepts(compiler, spec: ConstraintSpec, text: str) -> bool:
-    automaton = compiler.compile_grammar(spec.value, syntax=spec.syntax).automaton
-    state = automaton.advance_bytes(automaton.initial_state(), text.encode())
-    return state is not None and automaton.is_accepting(state)
+    return GrammarCompiler(Vocabulary.from_pretrained(tiny_model_dir))
 
 
 def call(name: str, args: dict) -> str:

@@ -80,7 +80,23 @@ class ResponseFormatJSONSchema(Strict):
     json_schema: JSONSchemaFormat
 
 
-ResponseFormat = Union[ResponseFormatText, ResponseFormatJSONObject, ResponseFormatJSONSchema]
+class StructuralTagStructure(Strict):
+    begin: str
+    schema_: dict[str, Any] = Field(alias="schema")
+    end: str
+
+
+class ResponseFormatStructuralTag(Strict):
+    """vLLM/SGLang `structural_tag`: `structures` + `triggers`, or xgrammar's `format` object."""
+
+    type: Literal["structural_tag"]
+    structures: list[StructuralTagStructure] | None = None
+    triggers: list[str] | None = None
+    format: dict[str, Any] | None = None  # checked field by field in server/structural_tag.py
+
+
+ResponseFormat = Union[ResponseFormatText, ResponseFormatJSONObject, ResponseFormatJSONSchema,
+                       ResponseFormatStructuralTag]
 
 
 class StructuredOutputs(Strict):
