@@ -136,6 +136,7 @@ class AsyncEngine:
                 self.engine.abort(command[1])
                 for out in self.engine._postprocess():
                     self._deliver(out.request_id, out)
+                self._stats = self.engine.stats()  # no step may follow (idle): stats() must not go stale
 
     def _deliver(self, request_id: str, item) -> None:
         target = self._streams.get(request_id)
