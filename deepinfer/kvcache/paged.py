@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
-from deepinfer.model.kv import causal_attention
+from deepinfer.kvcache.batched import BatchedPlan
 
 
 @dataclass
@@ -99,7 +99,7 @@ class PagedKVCache:
         if invariant:
             self._plan_tiles()
         else:
-            self.seq_slots = [_slots(s.block_ids, bs, 0, s.total) for s in seqs]
+            self.plan = BatchedPlan(seqs, bs, self.num_tokens)
 
     def _plan_tiles(self) -> None:
         """Cut every sequence's new tokens into q tiles; order tiles by chunk count, longest first."""
@@ -136,15 +136,8 @@ class PagedKVCache:
         self.pool.v[layer].index_copy_(0, self.slot_mapping, v.to(self.pool.v[layer].dtype))
         if self.invariant:
             return self._attend_tiled(layer, q, scale, sliding_window).to(v.dtype)
-        out, offset = [], 0
-        for s, slots in zip(self.seqs, self.seq_slots):
-            if s.num_new == 0:
-                continue
-            kk, vv = self.pool.k[layer][slots], self.pool.v[layer][slots]
-            out.append(causal_attention(q[offset:offset + s.num_new], kk.to(q.dtype), vv.to(q.dtype),
-                                        s.num_cached, scale=scale, sliding_window=sliding_window))
-            offset += s.num_new
-        return torch.cat(out)
+        return self.plan.attend(q, self.pool.k[layer].to(q.dtype), self.pool.v[layer].to(q.dtype),
+                                scale=scale, window=sliding_window).to(v.dtype)
 
     def _attend_tiled(self, layer, q, scale, window):
         T, H, dk = q.shape

@@ -1,0 +1,119 @@
+"""Batched paged attention: every sequence of a forward pass in one fused attention call per group.
+
+Owns the per-step plan (built once per forward, reused by every layer) and the per-layer call.
+Sequences are split into two groups: decodes (one new token each) and the rest (prefill chunks).
+Per group and layer, the sequences' KV blocks are gathered once into a padded
+[B, Hkv, S, D] tensor and `F.scaled_dot_product_attention` runs once for the whole group,
+with an additive mask (built once per step and sliding window) for causality, padding and windows.
+No Python loop over sequences runs per layer.
+
+Decode queries use the grouped-query layout [B, Hkv, G, D], where the G query heads that share a
+kv head are G rows of one matrix (no copy of k/v per head). Padding query rows of a prefill group
+repeat their sequence's last real token, so no row is fully masked (no NaN); their results are dropped.
+
+Results are not batch invariant (the fused kernel's blocking depends on the padded shapes):
+the invariant mode uses `kvcache/tiled.py`. Knows nothing about requests or scheduling.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+
+
+@dataclass
+class Group:
+    """Sequences attended together: B sequences, Tq query rows each (padded), S key slots each."""
+
+    block_table: torch.Tensor       # [B, num_blocks] block ids (padding: block 0, masked)
+    q_index: torch.Tensor           # [B * Tq] rows of the packed q
+    q_pos: torch.Tensor             # [B, Tq] absolute positions of the query rows
+    tq: int
+    masks: dict = field(default_factory=dict)  # (sliding window, dtype) -> additive mask [B, 1, Tq, S]
+
+    @property
+    def batch(self) -> int:
+        return self.block_table.shape[0]
+
+    def mask(self, window: int | None, dtype: torch.dtype, block_size: int) -> torch.Tensor:
+        key = (window, dtype)
+        if key not in self.masks:
+            num_keys = self.block_table.shape[1] * block_size
+            kpos = torch.arange(num_keys).view(1, 1, num_keys)        # [1, 1, S]
+            qpos = self.q_pos.unsqueeze(-1)                            # [B, Tq, 1]
+            allowed = kpos <= qpos                                     # causal; also hides padding keys
+            if window is not None:
+                allowed &= kpos > qpos - window
+            mask = torch.zeros(allowed.shape, dtype=dtype).masked_fill_(~allowed, float("-inf"))
+            self.masks[key] = mask.unsqueeze(1)                        # [B, 1, Tq, S]
+        return self.masks[key]
+
+
+class BatchedPlan:
+    """Which query rows and KV blocks each group reads, and where each token's output lands."""
+
+    def __init__(self, seqs, block_size: int, num_tokens: int) -> None:
+        self.block_size, self.num_tokens = block_size, num_tokens
+        decode, rest, offset = [], [], 0
+        for s in seqs:
+            if s.num_new:
+                (decode if s.num_new == 1 else rest).append((s, offset))
+            offset += s.num_new
+        self.groups = [self._group(members) for members in (decode, rest) if members]
+        # Row of cat(group outputs) holding token t; None when that is already token order.
+        self.inverse = self._inverse([(s, o) for members in (decode, rest) for s, o in members])
+
+    def _group(self, members) -> Group:
+        tq = max(s.num_new for s, _ in members)
+        blocks = max(-(-s.total // self.block_size) for s, _ in members)
+        table = torch.zeros(len(members), blocks, dtype=torch.long)
+        q_index = torch.empty(len(members), tq, dtype=torch.long)
+        q_pos = torch.empty(len(members), tq, dtype=torch.long)
+        for i, (s, offset) in enumerate(members):
+            used = -(-s.total // self.block_size)
+            table[i, :used] = torch.tensor(s.block_ids[:used], dtype=torch.long)
+            rows = torch.arange(tq).clamp_(max=s.num_new - 1)          # padding repeats the last row
+            q_index[i] = offset + rows
+            q_pos[i] = s.num_cached + rows
+        return Group(table, q_index.view(-1), q_pos, tq)
+
+    def _inverse(self, members) -> torch.Tensor | None:
+        """members in group order; token t of the packed batch -> its row among the group outputs."""
+        inverse = torch.empty(self.num_tokens, dtype=torch.long)
+        row, natural, members = 0, True, iter(members)
+        for g in self.groups:
+            for _ in range(g.batch):
+                s, offset = next(members)
+                inverse[offset:offset + s.num_new] = torch.arange(row, row + s.num_new)
+                natural &= offset == row and s.num_new == g.tq
+                row += g.tq
+        return None if natural and row == self.num_tokens else inverse
+
+    def attend(self, q: torch.Tensor, k_pool: torch.Tensor, v_pool: torch.Tensor, *, scale: float,
+               window: int | None) -> torch.Tensor:
+        """q [T, H, Dk] (new tokens), pools [slots, Hkv, D] (already holding them) -> [T, H, Dv]."""
+        hkv, dk, dv = k_pool.shape[1], k_pool.shape[2], v_pool.shape[2]
+        heads, bs = q.shape[1], self.block_size
+        k_blocks = k_pool.view(-1, bs, hkv, dk)
+        v_blocks = v_pool.view(-1, bs, hkv, dv)
+        outs = []
+        for g in self.groups:
+            flat = g.block_table.view(-1)
+            keys = g.block_table.shape[1] * bs
+            k = k_blocks.index_select(0, flat).view(g.batch, keys, hkv, dk).transpose(1, 2)  # [B, Hkv, S, Dk]
+            v = v_blocks.index_select(0, flat).view(g.batch, keys, hkv, dv).transpose(1, 2)  # [B, Hkv, S, Dv]
+            mask = g.mask(window, q.dtype, bs)
+            qg = q.index_select(0, g.q_index)                                                 # [B*Tq, H, Dk]
+            if g.tq == 1:  # grouped-query rows: [B, Hkv, G, Dk] against one kv head each
+                out = F.scaled_dot_product_attention(qg.view(g.batch, hkv, heads // hkv, dk), k, v,
+                                                     attn_mask=mask, scale=scale)
+                outs.append(out.reshape(g.batch, heads, dv))
+            else:
+                qg = qg.view(g.batch, g.tq, heads, dk).transpose(1, 2)                        # [B, H, Tq, Dk]
+                out = F.scaled_dot_product_attention(qg, k, v, attn_mask=mask, scale=scale,
+                                                     enable_gqa=heads != hkv)
+                outs.append(out.transpose(1, 2).reshape(g.batch * g.tq, heads, dv))
+        out = outs[0] if len(outs) == 1 else torch.cat(outs)
+        return out if self.inverse is None else out.index_select(0, self.inverse)
