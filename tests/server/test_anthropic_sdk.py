@@ -107,3 +107,19 @@ def test_messages_parse_pydantic(client):
     m = client.messages.parse(model="tiny", max_tokens=48, messages=MESSAGES, output_format=Verdict,
                               extra_body={"seed": 7})
     assert isinstance(m.parsed_output, Verdict)
+
+
+def test_messages_parallel_tool_use_blocks_stream(client):
+    """`any` with parallel calls allowed: every tool_use block (streamed) is valid under the schema."""
+    kinds = set()
+    for seed in (1, 2, 3):
+        with client.messages.stream(model="tiny", max_tokens=400, messages=MESSAGES, tools=[CITY_TOOL],
+                                    tool_choice={"type": "any"}, extra_body={"seed": seed}) as stream:
+            final = stream.get_final_message()
+        if final.stop_reason == "tool_use":
+            blocks = [b for b in final.content if b.type == "tool_use"]
+            kinds.add(len(blocks))
+            for block in blocks:
+                jsonschema.validate(block.input, CITY_TOOL["input_schema"])
+            assert len({b.id for b in blocks}) == len(blocks)
+    assert kinds  # at least one seed finished its calls within max_tokens

@@ -224,3 +224,47 @@ def test_responses_logprobs_via_include(client):
     part = r.output[0].content[0]
     assert len(part.text) == 3 and len(part.logprobs) >= 1
     assert all(lp.logprob <= 0 and len(lp.top_logprobs) <= 1 for lp in part.logprobs)
+
+
+def test_parallel_tool_calls_each_under_its_schema(client):
+    tools = {"get_weather": WEATHER_TOOL, "get_time": TIME_TOOL}
+    r = client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "Both?"}],
+                                       tools=[WEATHER_TOOL, TIME_TOOL], tool_choice="required", max_tokens=400,
+                                       seed=2, n=6)
+    finished = [c for c in r.choices if c.finish_reason == "tool_calls"]
+    assert finished and any(len(c.message.tool_calls) > 1 for c in finished)  # seed 2: several calls
+    for choice in finished:
+        for call in choice.message.tool_calls:
+            jsonschema.validate(json.loads(call.function.arguments),
+                                tools[call.function.name]["function"]["parameters"])
+
+
+def test_auto_tool_choice_calls_follow_the_schema(client):
+    """`auto`: free text or calls; whichever the model picks, a call is valid (several seeds and choices)."""
+    tools = {"get_weather": WEATHER_TOOL, "get_time": TIME_TOOL}
+    for seed in (1, 3):
+        r = client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "Weather?"}],
+                                           tools=[WEATHER_TOOL, TIME_TOOL], max_tokens=120, seed=seed, n=4,
+                                           logit_bias={"30": 8})  # "<": nudge the random model towards calls
+        for choice in r.choices:
+            assert choice.finish_reason in ("stop", "length", "tool_calls")
+            if choice.finish_reason != "length":
+                assert "<tool_call>" not in (choice.message.content or "")
+            for call in choice.message.tool_calls or []:
+                jsonschema.validate(json.loads(call.function.arguments),
+                                    tools[call.function.name]["function"]["parameters"])
+
+
+def test_responses_parallel_function_calls(client):
+    flat = [{"type": "function", **t["function"]} for t in (WEATHER_TOOL, TIME_TOOL)]
+    schemas = {t["name"]: t["parameters"] for t in flat}
+    for stream in (False, True):
+        kw = dict(model="tiny", input="Both?", tools=flat, tool_choice="required", max_output_tokens=400,
+                  extra_body={"seed": 4})
+        r = (list(client.responses.create(stream=True, **kw))[-1].response if stream
+             else client.responses.create(**kw))
+        calls = [o for o in r.output if o.type == "function_call"]
+        if r.status == "completed":
+            assert calls and len({c.call_id for c in calls}) == len(calls)
+        for c in calls:
+            jsonschema.validate(json.loads(c.arguments), schemas[c.name])
