@@ -205,11 +205,28 @@ class Composition:
         value = n.get(key)
         if key == "type":
             if "integer" in value and "number" not in value and "number" in type_set(d):
-                self.lw.unsupported(f"{ptr}/type", "not", "'not integer' on numbers is not regular")
-                return [d]
+                rest = _with_types(d, type_set(d) - value - {"number"})
+                fraction = _with_types(d, {"number"})
+                fraction["_not_integer"] = True  # json_scalars.lower_number: non-integral numbers
+                return [rest, fraction]
             return [_with_types(d, type_set(d) - value - ({"integer"} if "number" in value else set()))]
         if key == "not":  # ¬¬X = X
             return [self.lw.merged(d, self.lw.normalize(value), value)]
+        if key == "pattern":  # ¬(p1 ∧ p2 ...) on strings: a string failing one of them
+            alts = [_with_types(d, type_set(d) - {"string"})]
+            for p in [value] + list(n.get("_patterns", [])):
+                a = _with_types(d, type_set(d) & {"string"})
+                a["_not_patterns"] = list(d.get("_not_patterns", [])) + [p]
+                alts.append(a)
+            return alts
+        if key == "_not_integer":  # ¬(number ⇒ not integral) = an integer
+            return [_with_types(d, type_set(d) & {"integer", "number"} and {"integer"})]
+        if key == "_patterns":
+            return []  # negated together with `pattern`
+        if key == "_not_patterns":  # ¬(string ⇒ ¬p) = a string matching p
+            where = Node({}, ptr, "")
+            return [self.lw.merged(_with_types(d, type_set(d) & {"string"}), {"pattern": p, "_sources": []},
+                                   where) for p in value]
         if key == "enum":
             out = dict(d)
             out["_not_enum"] = list(d.get("_not_enum", [])) + list(value)

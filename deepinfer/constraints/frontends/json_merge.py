@@ -224,7 +224,11 @@ def merge(a: dict | bool, b: dict | bool, where: Node) -> dict | bool:
             out[key] = {**mine, **{k: both(mine[k], v) if k in mine else v for k, v in value.items()}}
         elif key == "multipleOf" and _divides(mine, value):
             out[key] = max(mine, value)
-        elif key in ("_sources", "_not_enum", "_forbid", "_oneOfs", "_conds"):
+        elif key == "pattern":  # both must match: the string lowering intersects them
+            if value != mine:
+                out["_patterns"] = [p for p in dict.fromkeys(list(out.get("_patterns", [])) + [value])
+                                    if p != mine]
+        elif key in ("_sources", "_not_enum", "_forbid", "_oneOfs", "_conds", "_patterns", "_not_patterns"):
             out[key] = list(mine) + list(value)
         elif key in ("properties", "patternProperties", "prefixItems"):
             pass  # handled below with the per-member views

@@ -176,7 +176,7 @@ class _ObjectLowering:
             return key_lang
         if n is False:
             return ir.NOTHING
-        keys = {k for k in n if not k.startswith("_")}
+        keys = {k for k in n if not k.startswith("_") or k in ("_patterns", "_not_patterns", "_not_enum")}
         if keys <= {"type", "enum"} and "enum" in n:
             names = [v for v in n["enum"] if isinstance(v, str) and v not in self.names]
             if key_lang != not_in(self.names):

@@ -71,37 +71,40 @@ def _category(cat, negated_context: bool) -> tuple[tuple[int, int], ...]:
     return {"d": ASCII_DIGIT, "w": ASCII_WORD, "s": _unicode_set("s")}[base]
 
 
-def parse_pattern(pattern: str) -> Expr:
-    """The set of strings s with `re.search(pattern, s)` (or a sound subset of it)."""
+def parse_pattern(pattern: str, exact: bool = False) -> Expr:
+    """The set of strings s with `re.search(pattern, s)` (or a sound subset of it; exactly that
+    set with `exact=True`, as negation needs: Unicode \\d and \\w, `$` before a final newline)."""
     try:
         parsed = sre_parse.parse(pattern, 0)
     except (re.error, RecursionError, OverflowError) as exc:
         raise PatternError(f"invalid regex: {exc}") from None
     if parsed.state.flags & (re.IGNORECASE | re.MULTILINE | re.DOTALL | re.VERBOSE):
         raise PatternError("inline flags ((?i), (?m), (?s), (?x)) are not supported")
-    return _search(list(parsed.data))
+    return _search(list(parsed.data), exact)
 
 
-def _search(items: list) -> Expr:
+def _search(items: list, exact: bool) -> Expr:
     if len(items) == 1:
         op, av = items[0]
         if op is C.BRANCH:
-            return alt(*(_search(list(b.data)) for b in av[1]))
+            return alt(*(_search(list(b.data), exact) for b in av[1]))
         if op is C.SUBPATTERN and not av[1] and not av[2]:
-            return _search(list(av[3].data))
+            return _search(list(av[3].data), exact)
     start = bool(items) and items[0][0] is C.AT and items[0][1] in (C.AT_BEGINNING, C.AT_BEGINNING_STRING)
     if start:
         items = items[1:]
     end = bool(items) and items[-1][0] is C.AT and items[-1][1] in (C.AT_END, C.AT_END_STRING)
+    newline_ok = end and exact and items[-1][1] is C.AT_END  # Python's `$` also matches before "\n"
     if end:
         items = items[:-1]
-    parts = [_node(op, av) for op, av in items]
+    parts = [_node(op, av, exact) for op, av in items]
     # any text around a nullable part absorbs it: .*(N)X = .*X when N matches the empty string
     while parts and not start and _nullable(parts[0]):
         parts.pop(0)
     while parts and not end and _nullable(parts[-1]):
         parts.pop()
-    return seq(ir.EMPTY if start else repeat(ANY), *parts, ir.EMPTY if end else repeat(ANY))
+    tail = repeat(ir.Literal("\n"), 0, 1) if newline_ok else ir.EMPTY
+    return seq(ir.EMPTY if start else repeat(ANY), *parts, tail if end else repeat(ANY))
 
 
 def _nullable(e: Expr) -> bool:
@@ -109,11 +112,11 @@ def _nullable(e: Expr) -> bool:
     return min_len(e) == 0
 
 
-def _seq(items) -> Expr:
-    return seq(*(_node(op, av) for op, av in items))
+def _seq(items, exact: bool) -> Expr:
+    return seq(*(_node(op, av, exact) for op, av in items))
 
 
-def _node(op, av) -> Expr:
+def _node(op, av, exact: bool) -> Expr:
     if op is C.LITERAL:
         return ir.Literal(chr(av))
     if op is C.NOT_LITERAL:
@@ -121,22 +124,22 @@ def _node(op, av) -> Expr:
     if op is C.ANY:
         return ANY_BUT_NEWLINE
     if op is C.IN:
-        return _class(av)
+        return _class(av, exact)
     if op is C.BRANCH:
-        return alt(*(_seq(b.data) for b in av[1]))
+        return alt(*(_seq(b.data, exact) for b in av[1]))
     if op is C.SUBPATTERN:
         if av[1] or av[2]:
             raise PatternError("inline flags in groups are not supported")
-        return _seq(av[3].data)
+        return _seq(av[3].data, exact)
     if op in (C.MAX_REPEAT, C.MIN_REPEAT) or str(op) == "POSSESSIVE_REPEAT":
         lo, hi, sub = av
-        return repeat(_seq(sub.data), lo, None if hi == C.MAXREPEAT else hi)
+        return repeat(_seq(sub.data, exact), lo, None if hi == C.MAXREPEAT else hi)
     if op is C.AT:
         raise PatternError(f"anchor {av} in the middle of a pattern")
     raise PatternError(f"{op} (backreference, lookaround or other non-regular construct)")
 
 
-def _class(items) -> Expr:
+def _class(items, exact: bool) -> Expr:
     negated = bool(items) and items[0][0] is C.NEGATE
     if negated:
         items = items[1:]
@@ -147,7 +150,7 @@ def _class(items) -> Expr:
         elif op is C.RANGE:
             ranges.append(av)
         elif op is C.CATEGORY:
-            ranges.extend(_category(av, negated))
+            ranges.extend(_category(av, negated or exact))
         else:
             raise PatternError(f"unsupported class item {op}")
     return CharClass.of(ranges, negated=negated)

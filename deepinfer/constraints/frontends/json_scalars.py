@@ -8,23 +8,26 @@ and `multipleOf` (via json_numbers), and excluded values (`_not_enum`, from
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
-from deepinfer.constraints import ir
-from deepinfer.constraints.ir import CharClass, Expr, alt, literal, repeat, seq
+from deepinfer.constraints import dfa_ops, ir
+from deepinfer.constraints.ir import CharClass, Expr, alt, literal, optional, repeat, seq
 
 from .json_formats import format_expr
-from .json_numbers import Bounds, RangeError, integer_bounds, int_range, integer_text, number_text
+from .json_numbers import INT_TEXT, NUMBER_TEXT, Bounds, RangeError, integer_bounds, int_range, integer_text, number_text
 from .json_length import bound_length
 from .json_pattern import PatternError, parse_pattern
 from .json_words import minus_words
 from .json_refs import Node
-from .json_text import ANY_CHAR, STRING_CHAR, encode_expr, quoted
+from .json_text import ANY_CHAR, DIGIT, STRING_CHAR, encode_expr, quoted
 
 if TYPE_CHECKING:  # pragma: no cover
     from .json_schema import Lowerer
 
 LONG_STRING = 128
+FRACTIONAL = seq(optional(literal("-")), INT_TEXT, literal("."), repeat(DIGIT), CharClass.of([(49, 57)]),
+                 repeat(DIGIT))
 ASCII_CHAR = alt(CharClass.of([(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E)]),
                  seq(literal("\\"), CharClass.of([(ord(c), ord(c)) for c in '"\\/bfnrt'])))
 
@@ -36,22 +39,7 @@ def lower_string(lw: "Lowerer", d: dict, node: Node) -> Expr:
     hi = None if hi is None else int(hi)
     if hi is not None and hi < lo:
         return ir.NOTHING
-    language: Expr | None = None
-    if "pattern" in d:
-        try:
-            language = parse_pattern(d["pattern"])
-        except PatternError as exc:
-            lw.unsupported(f"{ptr}/pattern", "pattern", f"{d['pattern']!r}: {exc}")
-    fmt = d.get("format")
-    if isinstance(fmt, str):
-        known = format_expr(fmt)
-        if known is None:
-            lw.note(f"format {fmt!r} at {ptr or '/'}/format is not enforced (unknown format: annotation)")
-        elif language is not None:
-            lw.unsupported(f"{ptr}/format", "format",
-                           f"format {fmt!r} together with a pattern (their intersection is not computed)")
-        else:
-            language = known
+    language = _string_language(lw, d, ptr)
     excluded = [v for v in d.get("_not_enum", []) if isinstance(v, str)]
     if language is None and not excluded:
         if hi is not None and hi > LONG_STRING:
@@ -75,6 +63,44 @@ def lower_string(lw: "Lowerer", d: dict, node: Node) -> Expr:
             lw.note(f"{ptr or '/'}: minLength/maxLength with this pattern are enforced with per-part "
                     f"length budgets (sound; some long valid strings are excluded)")
     return quoted(encode_expr(language))
+
+
+def _string_language(lw: "Lowerer", d: dict, ptr: str) -> Expr | None:
+    """The decoded-string language of `pattern`s (several after allOf), `format` and negated
+    patterns (`_not_patterns`, from `not`); None when none constrains the string."""
+    positives: list[tuple[str, Expr]] = []
+    for p in ([d["pattern"]] if "pattern" in d else []) + list(d.get("_patterns", [])):
+        try:
+            positives.append(("pattern", parse_pattern(p)))
+        except PatternError as exc:
+            lw.unsupported(f"{ptr}/pattern", "pattern", f"{p!r}: {exc}")
+    fmt = d.get("format")
+    if isinstance(fmt, str):
+        known = format_expr(fmt)
+        if known is None:
+            lw.note(f"format {fmt!r} at {ptr or '/'}/format is not enforced (unknown format: annotation)")
+        else:
+            positives.append(("format", known))
+    negatives = list(d.get("_not_patterns", []))
+    if not negatives and len(positives) <= 1:
+        return positives[0][1] if positives else None
+    keyword = "not" if negatives else positives[-1][0]
+    try:
+        lang = dfa_ops.expr_dfa(positives[0][1] if positives else repeat(ANY_CHAR))
+        for _, expr in positives[1:]:
+            lang = dfa_ops.intersect(lang, dfa_ops.expr_dfa(expr))
+        for p in negatives:
+            lang = dfa_ops.intersect(lang, dfa_ops.complement(dfa_ops.expr_dfa(parse_pattern(p, exact=True)),
+                                                              _any_text()))
+        return dfa_ops.to_expr(lang)
+    except (dfa_ops.DfaOpError, PatternError) as exc:
+        lw.unsupported(f"{ptr}/{keyword}", keyword, f"intersecting string languages: {exc}")
+        return positives[0][1] if positives else None
+
+
+@functools.cache
+def _any_text():
+    return dfa_ops.expr_dfa(repeat(ANY_CHAR))
 
 
 def _minus_words(lw: "Lowerer", language: Expr, words: list[str], ptr: str) -> Expr:
@@ -129,11 +155,26 @@ def lower_number(lw: "Lowerer", d: dict, node: Node, integer: bool) -> Expr:
             return integer_text(bounds, mult)
         if excluded:
             lw.unsupported(f"{ptr}/not", "not", "excluding values from non-integer numbers")
+        if d.get("_not_integer"):
+            return _fractional(lw, number_text(bounds), ptr)
         return number_text(bounds)
     except RangeError as exc:
         keyword = "multipleOf" if mult is not None else "minimum"
         lw.unsupported(f"{ptr}/{keyword}", keyword, str(exc))
         return integer_text(bounds) if integer else number_text(Bounds())
+
+
+def _fractional(lw: "Lowerer", numbers: Expr, ptr: str) -> Expr:
+    """Numbers that are not integers: here, those written without an exponent whose fraction
+    has a non-zero digit (exponent forms such as 1.5e-1 are left out: sound, noted)."""
+    lw.note(f"{ptr or '/'}: non-integer numbers are generated without an exponent")
+    if numbers == NUMBER_TEXT:
+        return FRACTIONAL
+    try:
+        return dfa_ops.to_expr(dfa_ops.intersect(dfa_ops.expr_dfa(numbers), dfa_ops.expr_dfa(FRACTIONAL)))
+    except dfa_ops.DfaOpError as exc:
+        lw.unsupported(f"{ptr}/not", "not", f"non-integer numbers within bounds: {exc}")
+        return numbers
 
 
 def _integers_except(lw, bounds: Bounds, mult, excluded, ptr) -> Expr:

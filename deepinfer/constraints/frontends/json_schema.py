@@ -30,7 +30,8 @@ from .json_refs import Node, RefError, Refs
 from .json_text import Whitespace, any_string, value_text
 from .json_numbers import NUMBER_TEXT
 
-SINGLE_DFA_MAX_NFA_STATES = 30_000  # larger regular grammars go to the context-free back end
+SINGLE_DFA_MAX_NFA_STATES = 30_000
+LOWER_TIME_BUDGET_S = 8.0  # larger regular grammars go to the context-free back end
 _DEAD = "unproductive"  # a rule with no finite derivation: referencing it changes no language
 DEFAULT_ANY_DEPTH = None  # unconstrained values nest freely (recursive rule, context-free back end)
 _TYPE_KEYWORDS = {
@@ -145,6 +146,7 @@ class Lowerer:
         self.composition = Composition(self)
         self._counter = 0
         self.split = False
+        self.deadline = time.monotonic() + LOWER_TIME_BUDGET_S
 
     # ----------------------------------------------------------------- entry
     def grammar(self) -> ir.Grammar:
@@ -174,6 +176,9 @@ class Lowerer:
     # ------------------------------------------------------------- lowering
     def lower(self, node: Node, memo: bool = True) -> Expr:
         """The JSON text language of the values valid against `node`."""
+        if time.monotonic() > self.deadline:  # fail closed long before a caller's timeout
+            raise ConstraintError(f"JSON Schema too complex: lowering took over {LOWER_TIME_BUDGET_S:g} s "
+                                  f"(at {node.ptr or '/'})")
         expr = self._lower(node, memo)
         if not self.split or expr == ir.NOTHING or isinstance(expr, (ir.Literal, ir.RuleRef, ir.CharClass)):
             return expr
@@ -253,7 +258,7 @@ class Lowerer:
         return self.lower_types(d, node)
 
     def lower_enum(self, d: dict, node: Node) -> Expr:
-        values = [v for v in d["enum"] if all(self.valid(v, src) for src in d["_sources"])]
+        values = [v for v in d["enum"] if all(self.valid(v, src) for src in d["_sources"]) and _markers_allow(d, v)]
         unique = {canon(v): v for v in values}
         return alt(*(value_text(v, self.ws) for v in unique.values())) if unique else ir.NOTHING
 
@@ -324,6 +329,23 @@ class Lowerer:
             cls = jsonschema.validators.validator_for(root, default=jsonschema.Draft202012Validator)
             v = self._validators["root"] = cls(root, format_checker=cls.FORMAT_CHECKER)
         return v
+
+
+def _markers_allow(d: dict, v) -> bool:
+    """Constraints that composition adds as markers rather than as schema sources."""
+    if isinstance(v, str):
+        if any(re.search(p, v) is None for p in d.get("_patterns", [])):
+            return False
+        if any(re.search(p, v) is not None for p in d.get("_not_patterns", [])):
+            return False
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and d.get("_not_integer"):
+        if float(v).is_integer():
+            return False
+    if canon(v) in {canon(x) for x in d.get("_not_enum", [])}:
+        return False
+    if isinstance(v, dict) and any(all(n in v for n in group) for group in d.get("_forbid", [])):
+        return False
+    return True
 
 
 def _is_synthetic(s: dict) -> bool:
