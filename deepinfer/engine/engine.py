@@ -41,8 +41,6 @@ class EngineConfig:
     # default: measured 1.4-2x slower with 1 thread and far slower with 2 threads on a busy machine.
     batch_invariant: bool = False
     linear_tile: int = DEFAULT_TILE
-    q_tile: int = 16
-    kv_tile: int = 128
     max_model_len: int | None = None
 
 
@@ -138,8 +136,7 @@ class Engine:
             offset += item.num_new
             if item.samples:
                 logits_indices.append(offset - 1)
-        cache = PagedKVCache(self.pool, slices, invariant=self.config.batch_invariant,
-                             q_tile=self.config.q_tile, kv_tile=self.config.kv_tile)
+        cache = PagedKVCache(self.pool, slices, invariant=self.config.batch_invariant)
         return (torch.tensor(ids, dtype=torch.long), torch.tensor(positions, dtype=torch.long), cache,
                 torch.tensor(logits_indices, dtype=torch.long))
 

@@ -21,7 +21,7 @@ def run_step(pool, bm, seqs, qkv, invariant, window=None):
     for table, cached, new in seqs:
         assert bm.grow(table, cached + new)
         slices.append(SeqSlice(table.block_ids, cached, new))
-    cache = PagedKVCache(pool, slices, invariant=invariant, q_tile=4, kv_tile=8)
+    cache = PagedKVCache(pool, slices, invariant=invariant)
     q = torch.cat([x[0] for x in qkv]); k = torch.cat([x[1] for x in qkv]); v = torch.cat([x[2] for x in qkv])
     return cache.attend(0, q, k, v, scale=0.25, sliding_window=window)
 
