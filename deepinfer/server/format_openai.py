@@ -14,7 +14,7 @@ from typing import Any
 
 from deepinfer.server.errors import APIError
 from deepinfer.server.job import ChoiceResult, Job, TokenLogprob, Usage
-from deepinfer.server.tool_calls import resolve_tool_calls
+from deepinfer.server.tool_calls import TextGate, resolve_tool_calls
 
 
 def new_id(prefix: str) -> str:
@@ -114,8 +114,10 @@ class ChatChunks:
         self.id = new_id("chatcmpl-")
         self.created = int(time.time())
         self.model = model
-        # Tool-capable choices are buffered: whether the text is a call is known only at the end.
+        # Tool-capable choices stream their text through a gate that holds back anything that
+        # could start a call; calls go out parsed when the choice ends.
         self.buffer_tools = job.tool_mode != "none"
+        self.gates = {i: TextGate() for i in range(job.n)} if self.buffer_tools else {}
 
     def chunk(self, choices: list[dict], usage: Usage | None = None) -> dict:
         body: dict[str, Any] = {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
@@ -133,13 +135,19 @@ class ChatChunks:
         return self.chunk([{"index": index, "delta": {key: text},
                             "logprobs": chat_logprobs(self.job, logprobs), "finish_reason": None}])
 
+    def gated(self, index: int, text: str, logprobs: list[TokenLogprob]) -> list[dict]:
+        """A tool-capable choice's delta: the text that cannot be part of a call (logprobs as they come)."""
+        text = self.gates[index].push(text)
+        return [self.content(index, text, logprobs)] if text or logprobs else []
+
     def finish(self, result: ChoiceResult) -> list[dict]:
-        """Closing chunk(s) of a choice; buffered tool-capable choices are emitted here."""
+        """Closing chunk(s) of a choice: for a tool-capable one, held-back text and the parsed calls."""
         out = []
         if self.buffer_tools:
             message, reason = chat_message(self.job, result)
-            if message["content"]:
-                out.append(self.content(result.index, message["content"], result.logprobs))
+            rest = self.gates[result.index].finish(bool(message.get("tool_calls")))
+            if rest:
+                out.append(self.content(result.index, rest, []))
             if message.get("tool_calls"):
                 calls = [{"index": i, **c} for i, c in enumerate(message["tool_calls"])]
                 out.append(self.chunk([{"index": result.index, "delta": {"tool_calls": calls},

@@ -13,7 +13,7 @@ from deepinfer.server.format_openai import new_id, raise_if_failed
 from deepinfer.server.job import ChoiceResult, Job, Usage
 from deepinfer.server.protocol.anthropic import MessagesRequest
 from deepinfer.server.state import admit, collect, get_state, parse_body, usage_of
-from deepinfer.server.tool_calls import resolve_tool_calls
+from deepinfer.server.tool_calls import TextGate, resolve_tool_calls
 from deepinfer.server.translate_anthropic import messages_job
 
 router = APIRouter()
@@ -102,7 +102,7 @@ async def _events(state, job: Job, msg_id: str):
     yield sse.event("message_start", {"type": "message_start",
                                       "message": message_object(msg_id, model, [], None, None, start_usage)})
     yield sse.event("ping", {"type": "ping"})
-    text_live = job.tool_mode == "none"  # tool-capable output is buffered until it is known
+    gate = TextGate() if job.tool_mode != "none" else None  # holds back what could start a call
     blocks = _Blocks()
     result = ChoiceResult(index=0)
     try:
@@ -115,11 +115,13 @@ async def _events(state, job: Job, msg_id: str):
                     for e in blocks.open({"type": "thinking", "thinking": "", "signature": ""}):
                         yield e
                 yield blocks.delta({"type": "thinking_delta", "thinking": d.text})
-            elif text_live and d.text:
-                if blocks.kind != "text":
-                    for e in blocks.open({"type": "text", "text": ""}):
-                        yield e
-                yield blocks.delta({"type": "text_delta", "text": d.text})
+            elif d.kind == "content" and d.text:
+                text = d.text if gate is None else gate.push(d.text)
+                if text:
+                    if blocks.kind != "text":
+                        for e in blocks.open({"type": "text", "text": ""}):
+                            yield e
+                    yield blocks.delta({"type": "text_delta", "text": text})
         final_blocks = content_blocks(job, result)
     except APIError as exc:
         yield sse.event("error", exc.body("anthropic"))
@@ -130,14 +132,13 @@ async def _events(state, job: Job, msg_id: str):
                 yield e
             yield blocks.delta({"type": "input_json_delta",
                                 "partial_json": json.dumps(block["input"], ensure_ascii=False)})
-        elif block["type"] == "text" and not text_live:  # buffered text: it goes out now
-            for e in blocks.open({"type": "text", "text": ""}):
-                yield e
-            if block["text"]:
-                yield blocks.delta({"type": "text_delta", "text": block["text"]})
-        elif block["type"] == "text" and blocks.kind != "text":  # an empty answer: its block still appears
-            for e in blocks.open({"type": "text", "text": ""}):
-                yield e
+        elif block["type"] == "text":
+            if blocks.kind != "text":  # also an empty answer: its block still appears
+                for e in blocks.open({"type": "text", "text": ""}):
+                    yield e
+            rest = gate.finish(bool(result.tool_calls)) if gate else ""
+            if rest:
+                yield blocks.delta({"type": "text_delta", "text": rest})
     for e in blocks.close():
         yield e
     usage = usage_of(job, [result])

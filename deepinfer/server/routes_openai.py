@@ -59,8 +59,9 @@ class _ChatChunks(_Chunks):
 
     def delta(self, d: Delta, result: ChoiceResult) -> list[dict]:
         chunks = []
-        # tool-capable choices are buffered: whether the text holds calls is known only at the end
-        if (d.text or d.logprobs) and (d.kind == "reasoning" or not self.out.buffer_tools):
+        if d.kind != "reasoning" and self.out.buffer_tools:  # text only while it cannot be a call
+            chunks += self.out.gated(d.index, d.text, d.logprobs)
+        elif d.text or d.logprobs:
             chunks.append(self.out.content(d.index, d.text, d.logprobs, d.kind))
         if d.finish_reason is not None:
             chunks += self.out.finish(result)

@@ -98,7 +98,7 @@ def tool_call_constraint(tools: list[ToolDecl], *, forced: bool, named: str | No
 
 @dataclass
 class ParsedCalls:
-    content: str  # text before the first call ("" if none)
+    content: str  # text before the first call, trailing whitespace removed ("" if none)
     calls: list[tuple[str, dict[str, Any]]]
 
 
@@ -130,7 +130,7 @@ def parse_tool_calls(text: str, tools: list[ToolDecl], fmt: ToolCallFormat = HER
             return None
         calls.append(call)
         pos = len(text) - len(text[pos:].lstrip())
-    return ParsedCalls(text[:start].strip(), calls)
+    return ParsedCalls(text[:start].rstrip(), calls)
 
 
 def _call(value: Any, names: set[str]) -> tuple[str, dict] | None:
@@ -184,3 +184,43 @@ def resolve_tool_calls(job, result) -> None:
             raise APIError(500, "the forced tool call did not parse as a call of a declared tool")
         return
     result.text, result.tool_calls = parsed.content, parsed.calls
+
+
+class TextGate:
+    """Streams the free text of a tool-capable choice as it is generated.
+
+    Text goes out as soon as it cannot be the start of a call: a tail that could
+    still become the opener (`<tool_` ...) or trailing whitespace is held back.
+    Once the opener appears, the rest is call text, sent parsed at the end.
+    """
+
+    def __init__(self, fmt: ToolCallFormat = HERMES) -> None:
+        self.trigger = fmt.trigger
+        self.text = ""
+        self.sent = 0
+        self.closed = False
+
+    def push(self, text: str) -> str:
+        self.text += text
+        if self.closed:
+            return ""
+        start = self.text.find(self.trigger, max(0, self.sent - len(self.trigger)))
+        if start >= 0:
+            self.closed = True
+            end = len(self.text[:start].rstrip())
+        else:
+            hold = next((k for k in range(min(len(self.trigger) - 1, len(self.text)), 0, -1)
+                         if self.text.endswith(self.trigger[:k])), 0)
+            end = len(self.text) - hold
+            end = len(self.text[:end].rstrip())
+        out = self.text[self.sent:end] if end > self.sent else ""
+        self.sent = max(self.sent, end)
+        return out
+
+    def finish(self, has_calls: bool) -> str:
+        """What is left to send as text once the choice is over (nothing of a parsed call)."""
+        if has_calls:
+            return ""
+        out = self.text[self.sent:]
+        self.sent = len(self.text)
+        return out

@@ -123,3 +123,14 @@ def test_messages_parallel_tool_use_blocks_stream(client):
                 jsonschema.validate(block.input, CITY_TOOL["input_schema"])
             assert len({b.id for b in blocks}) == len(blocks)
     assert kinds  # at least one seed finished its calls within max_tokens
+
+
+def test_messages_auto_tools_stream_matches_the_body(client):
+    kw = dict(model="tiny", max_tokens=12, messages=MESSAGES, tools=[CITY_TOOL], extra_body={"seed": 22})
+    body = client.messages.create(**kw)
+    with client.messages.stream(**kw) as stream:
+        text = "".join(stream.text_stream)
+        final = stream.get_final_message()
+    assert [b.model_dump() for b in final.content] == [b.model_dump() for b in body.content]
+    if body.content[0].type == "text":
+        assert text == body.content[0].text

@@ -268,3 +268,16 @@ def test_responses_parallel_function_calls(client):
             assert calls and len({c.call_id for c in calls}) == len(calls)
         for c in calls:
             jsonschema.validate(json.loads(c.arguments), schemas[c.name])
+
+
+def test_auto_tools_stream_text_live_and_match_the_body(client):
+    kw = dict(model="tiny", messages=[{"role": "user", "content": "Hi"}], tools=[WEATHER_TOOL], max_tokens=12,
+              seed=21, n=2)
+    body = client.chat.completions.create(**kw)
+    chunks = [c for c in client.chat.completions.create(stream=True, **kw) if c.choices]
+    for choice in body.choices:
+        mine = [c.choices[0] for c in chunks if c.choices[0].index == choice.index]
+        text = "".join(c.delta.content or "" for c in mine)
+        assert text == (choice.message.content or "") and mine[-1].finish_reason == choice.finish_reason
+        if len(text) > 1:  # streamed as generated, not in one piece at the end
+            assert sum(1 for c in mine if c.delta.content) > 1

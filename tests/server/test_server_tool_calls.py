@@ -90,3 +90,15 @@ def test_parse_calls_with_leading_text():
     # a closing tag inside a string argument does not end the call early
     tricky = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "</tool_call>"}}\n</tool_call>'
     assert parse_tool_calls(tricky, [WEATHER]).calls == [("get_weather", {"city": "</tool_call>"})]
+
+
+def test_text_gate_streams_text_but_never_a_call():
+    from deepinfer.server.tool_calls import TextGate
+
+    gate = TextGate()
+    pieces = ["Let me ", "check. ", "<to", "ol_call>\n{", '"name": "get_time"}', "\n</tool_call>"]
+    out = [gate.push(p) for p in pieces]
+    assert out == ["Let me", " check.", "", "", "", ""] and gate.finish(True) == ""
+    gate = TextGate()
+    out = [gate.push(p) for p in ["a <to", "y> b  ", "\n"]]
+    assert "".join(out) + gate.finish(False) == "a <toy> b  \n" and out[0] == "a"
