@@ -17,8 +17,8 @@ import re
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from deepinfer.constraints import ir
-from deepinfer.constraints.ir import Expr, alt, optional, repeat, seq
+from deepinfer.constraints import dfa_ops, ir
+from deepinfer.constraints.ir import CharClass, Expr, alt, optional, repeat, seq
 
 from .json_merge import synthetic
 from .json_numbers import words
@@ -31,6 +31,7 @@ from .json_text import encode_expr, encode_text, quoted
 if TYPE_CHECKING:  # pragma: no cover
     from .json_schema import Lowerer
 
+MAX_SPLIT_PATTERNS = 3  # patternProperties split exactly into 2^n name regions
 MAX_COUNTED_OPTIONAL = 10  # min/maxProperties > 1 unroll 2^k paths over this many optional members
 
 
@@ -126,6 +127,10 @@ class _ObjectLowering:
     def _additional(self) -> Expr:
         """One additional member (name not declared), or NOTHING."""
         addl_norm = self.lw.normalize(self.addl) if self.addl is not None else True
+        if self.pp and self.d.get("propertyNames") is None:
+            split = self._split_patterns(addl_norm)
+            if split is not None:
+                return split
         values: list[Node] = [self.addl] if self.addl is not None and addl_norm is not True else []
         if self.pp:
             pp_values = [n for n in self.pp.values() if self.lw.normalize(n) is not True]
@@ -157,6 +162,47 @@ class _ObjectLowering:
         if value == ir.NOTHING:
             return ir.NOTHING
         return seq(quoted(encode_expr(key_lang)), self.ws.colon, value)
+
+    def _split_patterns(self, addl_norm) -> Expr | None:
+        """Exact additional members: the names are split into the regions of the patterns'
+        Venn diagram; a name matching exactly the patterns S takes allOf(S) (none: the
+        additionalProperties schema). None when that cannot be computed."""
+        if len(self.pp) > MAX_SPLIT_PATTERNS:
+            return None
+        try:
+            dfas = [dfa_ops.expr_dfa(parse_pattern(p, exact=True)) for p in self.pp]
+            nodes = list(self.pp.values())
+            parts = []
+            for mask in range(1 << len(dfas)):
+                region = _ANY_TEXT()
+                for i, lang in enumerate(dfas):
+                    inside = mask >> i & 1
+                    region = dfa_ops.intersect(region, lang if inside else dfa_ops.complement(lang, _ANY_TEXT()))
+                    if region is None:
+                        break
+                if region is None:
+                    continue
+                members = [nodes[i] for i in range(len(nodes)) if mask >> i & 1]
+                if not members:
+                    node, norm = self.addl, addl_norm
+                elif len(members) == 1:
+                    node, norm = members[0], self.lw.normalize(members[0])
+                else:
+                    node = synthetic({"allOf": members}, members[0])
+                    norm = self.lw.normalize(node)
+                if norm is False:
+                    continue
+                key = minus_words(dfa_ops.to_expr(region), self.names)
+                parts.append(self._additional_member(key, node, norm))
+        except (dfa_ops.DfaOpError, PatternError):
+            return None
+        return alt(*parts) if parts else ir.NOTHING
+
+    def _additional_member(self, key: Expr, node, norm) -> Expr:
+        if key == ir.NOTHING or norm is False:
+            return ir.NOTHING
+        value = self.lw.any_value(self.lw.additional_depth()) if norm is True else self.lw.lower(node)
+        return seq(quoted(encode_expr(key)), self.ws.colon, value) if value != ir.NOTHING else ir.NOTHING
 
     def _pattern_minus_declared(self, pattern: str) -> Expr:
         try:
@@ -242,6 +288,11 @@ class _ObjectLowering:
         if hi == 0:
             return ir.EMPTY
         return some if lo > 0 else optional(some)
+
+
+@lru_cache(maxsize=None)
+def _ANY_TEXT():
+    return dfa_ops.expr_dfa(repeat(CharClass.any_char()))
 
 
 def _search(pattern: str, name: str) -> bool:
