@@ -14,7 +14,7 @@ from typing import Any
 
 from deepinfer.server.errors import APIError
 from deepinfer.server.job import ChoiceResult, Job, TokenLogprob, Usage
-from deepinfer.server.tool_calls import TextGate, resolve_tool_calls
+from deepinfer.server.tool_calls import TextGate, call_format, resolve_tool_calls
 
 
 def new_id(prefix: str) -> str:
@@ -63,7 +63,7 @@ def chat_message(job: Job, result: ChoiceResult) -> tuple[dict, str]:
     if result.tool_calls:
         msg = {"role": "assistant", "content": result.text or None, "refusal": None,
                "tool_calls": tool_calls_json(result.tool_calls)}
-        reason = "tool_calls"
+        reason = "length" if result.finish_reason == "length" else "tool_calls"
     else:
         msg = {"role": "assistant", "content": result.text, "refusal": None}
         reason = finish_reason(result.finish_reason)
@@ -117,7 +117,7 @@ class ChatChunks:
         # Tool-capable choices stream their text through a gate that holds back anything that
         # could start a call; calls go out parsed when the choice ends.
         self.buffer_tools = job.tool_mode != "none"
-        self.gates = {i: TextGate() for i in range(job.n)} if self.buffer_tools else {}
+        self.gates = {i: TextGate(call_format(job.tool_mode)) for i in range(job.n)} if self.buffer_tools else {}
 
     def chunk(self, choices: list[dict], usage: Usage | None = None) -> dict:
         body: dict[str, Any] = {"id": self.id, "object": "chat.completion.chunk", "created": self.created,

@@ -13,7 +13,7 @@ from deepinfer.server.format_openai import new_id, raise_if_failed
 from deepinfer.server.job import ChoiceResult, Job, Usage
 from deepinfer.server.protocol.anthropic import MessagesRequest
 from deepinfer.server.state import admit, collect, get_state, parse_body, usage_of
-from deepinfer.server.tool_calls import TextGate, resolve_tool_calls
+from deepinfer.server.tool_calls import TextGate, call_format, resolve_tool_calls
 from deepinfer.server.translate_anthropic import messages_job
 
 router = APIRouter()
@@ -21,10 +21,10 @@ router = APIRouter()
 
 def stop_reason(job: Job, result: ChoiceResult) -> tuple[str, str | None]:
     """(stop_reason, stop_sequence) in Anthropic's vocabulary."""
-    if result.tool_calls:
-        return "tool_use", None
     if result.finish_reason == "length":
         return "max_tokens", None
+    if result.tool_calls:
+        return "tool_use", None
     matched = getattr(result, "stop_sequence", None)
     return ("stop_sequence", matched) if matched else ("end_turn", None)
 
@@ -102,7 +102,7 @@ async def _events(state, job: Job, msg_id: str):
     yield sse.event("message_start", {"type": "message_start",
                                       "message": message_object(msg_id, model, [], None, None, start_usage)})
     yield sse.event("ping", {"type": "ping"})
-    gate = TextGate() if job.tool_mode != "none" else None  # holds back what could start a call
+    gate = TextGate(call_format(job.tool_mode)) if job.tool_mode != "none" else None  # holds back what could start a call
     blocks = _Blocks()
     result = ChoiceResult(index=0)
     try:

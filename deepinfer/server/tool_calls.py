@@ -44,6 +44,12 @@ class ToolCallFormat:
 
 
 HERMES = ToolCallFormat(trigger="<tool_call>", prefix="<tool_call>\n", suffix="\n</tool_call>", separator="\n")
+# A forced call needs no opener to tell it from text: bare JSON objects, fewer tokens.
+BARE = ToolCallFormat(trigger="", prefix="", suffix="", separator="\n")
+
+
+def call_format(tool_mode: str) -> ToolCallFormat:
+    return BARE if tool_mode == "forced" else HERMES
 
 
 def find_tool(tools: list[ToolDecl], name: str, source: str) -> ToolDecl:
@@ -68,8 +74,9 @@ def _lower_tool(tool: ToolDecl, index: int, strict: bool, whitespace: str | None
 
 def tool_call_constraint(tools: list[ToolDecl], *, forced: bool, named: str | None, parallel: bool,
                          answer: ConstraintSpec | None = None, whitespace: str | None = None,
-                         fmt: ToolCallFormat = HERMES, source: str = "tools") -> ConstraintSpec:
+                         source: str = "tools") -> ConstraintSpec:
     """The grammar of this request's output when tools may (or must) be called."""
+    fmt = call_format("forced" if forced else "auto")
     if named is not None:
         tools, parallel = [find_tool(tools, named, "tool_choice")], False
     comp = Composer()
@@ -102,35 +109,43 @@ class ParsedCalls:
     calls: list[tuple[str, dict[str, Any]]]
 
 
-def parse_tool_calls(text: str, tools: list[ToolDecl], fmt: ToolCallFormat = HERMES) -> ParsedCalls | None:
-    """The calls in generated text (None if there are none or they do not parse)."""
-    start = text.find(fmt.trigger)
+def parse_tool_calls(text: str, tools: list[ToolDecl], fmt: ToolCallFormat = HERMES,
+                     partial: bool = False) -> ParsedCalls | None:
+    """The calls in generated text: None if there are none or they do not parse.
+
+    `partial`: the text was cut off (max_tokens); keep the complete calls before the cut.
+    """
+    start = text.find(fmt.trigger) if fmt.trigger else len(text) - len(text.lstrip())
     if start < 0:
         return None
     names = {t.name for t in tools}
     decoder = json.JSONDecoder()
+    closer = fmt.suffix.strip()
     calls, pos = [], start
-    while pos < len(text):
-        if not text.startswith(fmt.trigger, pos):
-            return None
-        pos += len(fmt.trigger)
-        while pos < len(text) and text[pos].isspace():
-            pos += 1
-        try:
-            value, pos = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError:
-            return None
-        rest = text[pos:].lstrip()
-        closer = fmt.suffix.strip()
-        if not rest.startswith(closer):
-            return None
-        pos = len(text) - len(rest) + len(closer)
-        call = _call(value, names)
-        if call is None:
+    while (pos := _skip_space(text, pos)) < len(text):
+        call, end = None, None
+        if text.startswith(fmt.trigger, pos):
+            try:
+                value, end = decoder.raw_decode(text, _skip_space(text, pos + len(fmt.trigger)))
+                call = _call(value, names)
+            except json.JSONDecodeError:
+                pass
+        if call is not None and closer:
+            end = _skip_space(text, end)
+            end = end + len(closer) if text.startswith(closer, end) else None
+        if call is None or end is None:
+            if partial:
+                break
             return None
         calls.append(call)
-        pos = len(text) - len(text[pos:].lstrip())
-    return ParsedCalls(text[:start].rstrip(), calls)
+        pos = end
+    return ParsedCalls(text[:start].rstrip(), calls) if calls else None
+
+
+def _skip_space(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos].isspace():
+        pos += 1
+    return pos
 
 
 def _call(value: Any, names: set[str]) -> tuple[str, dict] | None:
@@ -170,17 +185,18 @@ def request_constraint(candidates: list[ConstraintSpec], tools: list[ToolDecl], 
 def resolve_tool_calls(job, result) -> None:
     """Parse a finished choice's calls out of its text (once); `result.text` keeps the text before them.
 
-    Calls are parsed only from a choice that ended normally: a call cut off by
-    max_tokens stays text, with finish reason "length".
+    A choice cut off by max_tokens keeps the calls it completed (its finish reason
+    stays "length"); the cut-off call is dropped.
     """
     from deepinfer.server.errors import APIError
 
-    if result.resolved or job.tool_mode == "none" or result.finish_reason not in ("stop", None):
+    if result.resolved or job.tool_mode == "none" or result.finish_reason not in ("stop", "length", None):
         return
     result.resolved = True
-    parsed = parse_tool_calls(result.text, job.tools)
+    cut = result.finish_reason == "length"
+    parsed = parse_tool_calls(result.text, job.tools, call_format(job.tool_mode), partial=cut)
     if parsed is None:
-        if job.tool_mode == "forced":
+        if job.tool_mode == "forced" and not cut:
             raise APIError(500, "the forced tool call did not parse as a call of a declared tool")
         return
     result.text, result.tool_calls = parsed.content, parsed.calls
@@ -194,7 +210,7 @@ class TextGate:
     Once the opener appears, the rest is call text, sent parsed at the end.
     """
 
-    def __init__(self, fmt: ToolCallFormat = HERMES) -> None:
+    def __init__(self, fmt: ToolCallFormat = HERMES) -> None:  # BARE (forced calls): nothing is text
         self.trigger = fmt.trigger
         self.text = ""
         self.sent = 0

@@ -12,7 +12,7 @@ import pytest
 
 from deepinfer.server.constraint_spec import ConstraintSpec, ToolDecl
 from deepinfer.server.errors import APIError
-from deepinfer.server.tool_calls import parse_tool_calls, request_constraint, tool_call_constraint
+from deepinfer.server.tool_calls import parse_tool_calls, request_constraint, resolve_tool_calls, tool_call_constraint
 from server_helpers import accepts
 
 WEATHER = ToolDecl("get_weather", None, {"type": "object", "properties": {"city": {"enum": ["Paris", "Oslo"]}},
@@ -44,23 +44,44 @@ def test_auto_is_free_text_or_calls_under_their_schemas(compiler):
     assert not accepts(compiler, spec, call("get_time", {"zone": "UTC"}) + " trailing text")
 
 
+def bare(name: str, args: dict) -> str:
+    return f'{{"name": "{name}", "arguments": {json.dumps(args, separators=(",", ":"))}}}'
+
+
 def test_parallel_false_allows_one_call(compiler):
-    one = call("get_time", {"zone": "UTC"})
-    for forced in (False, True):
+    for forced, one in ((False, call("get_time", {"zone": "UTC"})), (True, bare("get_time", {"zone": "UTC"}))):
         spec = tool_call_constraint([WEATHER, TIME], forced=forced, named=None, parallel=False, whitespace="compact")
         assert accepts(compiler, spec, one) and not accepts(compiler, spec, one + "\n" + one)
 
 
-def test_forced_and_named(compiler):
+def test_forced_calls_are_bare_json_objects(compiler):
     spec = tool_call_constraint([WEATHER, TIME], forced=True, named=None, parallel=True, whitespace="compact")
     assert not accepts(compiler, spec, "free text") and not accepts(compiler, spec, "")
-    assert accepts(compiler, spec, call("get_time", {"zone": "CET"}) + "\n" + call("get_time", {"zone": "UTC"}))
+    assert accepts(compiler, spec, bare("get_time", {"zone": "CET"}) + "\n" + bare("get_time", {"zone": "UTC"}))
+    assert not accepts(compiler, spec, call("get_time", {"zone": "CET"}))
     named = tool_call_constraint([WEATHER, TIME], forced=True, named="get_time", parallel=True, whitespace="compact")
-    assert accepts(compiler, named, call("get_time", {"zone": "CET"}))
-    assert not accepts(compiler, named, call("get_weather", {"city": "Oslo"}))
-    assert not accepts(compiler, named, call("get_time", {"zone": "CET"}) + "\n" + call("get_time", {"zone": "CET"}))
+    assert accepts(compiler, named, bare("get_time", {"zone": "CET"}))
+    assert not accepts(compiler, named, bare("get_weather", {"city": "Oslo"}))
+    assert not accepts(compiler, named, bare("get_time", {"zone": "CET"}) + "\n" + bare("get_time", {"zone": "CET"}))
     with pytest.raises(APIError, match="not among the declared tools"):
         tool_call_constraint([WEATHER], forced=True, named="zzz", parallel=True)
+
+
+def test_forced_parse_and_cut_off_calls():
+    from deepinfer.server.job import ChoiceResult, Job, Sampling
+    from deepinfer.server.tool_calls import BARE
+
+    two = bare("get_time", {"zone": "CET"}) + "\n" + bare("get_weather", {"city": "Oslo"})
+    assert parse_tool_calls(two, [WEATHER, TIME], BARE).calls == [("get_time", {"zone": "CET"}),
+                                                                  ("get_weather", {"city": "Oslo"})]
+    job = Job(prompt_token_ids=[1], prompt_text="", sampling=Sampling(max_tokens=5), tool_mode="forced",
+              tools=[WEATHER, TIME])
+    cut = ChoiceResult(0, text=two + '\n{"name": "get_ti', finish_reason="length")
+    resolve_tool_calls(job, cut)
+    assert len(cut.tool_calls) == 2 and cut.text == ""
+    nothing = ChoiceResult(0, text='{"name": "get_ti', finish_reason="length")
+    resolve_tool_calls(job, nothing)
+    assert nothing.tool_calls == [] and nothing.text == '{"name": "get_ti'
 
 
 def test_auto_with_response_format_is_that_answer_or_a_call(compiler):
@@ -95,6 +116,10 @@ def test_parse_calls_with_leading_text():
 def test_text_gate_streams_text_but_never_a_call():
     from deepinfer.server.tool_calls import TextGate
 
+    from deepinfer.server.tool_calls import BARE
+
+    forced = TextGate(BARE)
+    assert forced.push('{"name"') == "" and forced.finish(False) == '{"name"'
     gate = TextGate()
     pieces = ["Let me ", "check. ", "<to", "ol_call>\n{", '"name": "get_time"}', "\n</tool_call>"]
     out = [gate.push(p) for p in pieces]
