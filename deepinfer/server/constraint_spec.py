@@ -94,7 +94,30 @@ def schema_from_json_field(value: Any, source: str) -> dict:
     return value
 
 
-def structured_outputs_spec(so, source: str = "structured_outputs") -> ConstraintSpec | None:
+def _structural_tag(value: Any, source: str, whitespace: str | None) -> ConstraintSpec:
+    from pydantic import ValidationError
+
+    from deepinfer.server.errors import from_validation_error
+    from deepinfer.server.protocol.openai import ResponseFormatStructuralTag
+    from deepinfer.server.structural_tag import structural_tag_spec
+
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise bad_request(f"'{source}' is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+                              param=source) from None
+    if not isinstance(value, dict):
+        raise bad_request(f"'{source}' must be a structural tag object", param=source)
+    try:
+        fmt = ResponseFormatStructuralTag.model_validate({"type": "structural_tag", **value})
+    except ValidationError as exc:
+        raise bad_request(f"'{source}': {from_validation_error(exc).message}", param=source) from None
+    return structural_tag_spec(fmt, source, whitespace)
+
+
+def structured_outputs_spec(so, source: str = "structured_outputs",
+                            whitespace: str | None = None) -> ConstraintSpec | None:
     """vLLM `structured_outputs`: exactly one of json / regex / choice / grammar."""
     if so is None:
         return None
@@ -112,15 +135,20 @@ def structured_outputs_spec(so, source: str = "structured_outputs") -> Constrain
     if so.grammar is not None:
         found.append(ConstraintSpec("grammar", so.grammar, f"{source}.grammar",
                                     syntax=grammar_syntax(so.grammar)))
+    if so.json_object:
+        found.append(json_object_spec(f"{source}.json_object"))
+    if so.structural_tag is not None:
+        found.append(_structural_tag(so.structural_tag, f"{source}.structural_tag", whitespace))
     if not found:
-        raise bad_request(f"'{source}' must set one of json, regex, choice, grammar", param=source)
+        raise bad_request(f"'{source}' must set one of json, regex, choice, grammar, json_object, "
+                          "structural_tag", param=source)
     return single_constraint(found)
 
 
-def extra_field_specs(req) -> list[ConstraintSpec]:
+def extra_field_specs(req, whitespace: str | None = None) -> list[ConstraintSpec]:
     """Constraints from the vLLM/SGLang extra fields shared by every protocol."""
     specs = []
-    so = structured_outputs_spec(req.structured_outputs)
+    so = structured_outputs_spec(req.structured_outputs, whitespace=whitespace)
     if so is not None:
         specs.append(so)
     if req.regex is not None:

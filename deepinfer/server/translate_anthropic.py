@@ -78,7 +78,7 @@ def messages_job(req: MessagesRequest, tokenizer: Any, config: ServerConfig) -> 
     tools = [ToolDecl(t.name, t.description, t.input_schema, bool(t.strict), f"tools[{i}].input_schema")
              for i, t in enumerate(req.tools or [])]
     mode, named = tool_mode(req, tools)
-    candidates = output_format_specs(req) + extra_field_specs(req)
+    candidates = output_format_specs(req) + extra_field_specs(req, config.json_whitespace)
     parallel = not (req.tool_choice is not None and req.tool_choice.disable_parallel_tool_use)
     constraint = request_constraint(candidates, tools, mode, named, parallel, config.json_whitespace)
     text, ids = render_chat(tokenizer, chat_messages(req), tools if mode != "none" else [])

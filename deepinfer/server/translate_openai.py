@@ -137,7 +137,7 @@ def chat_job(req: ChatCompletionRequest, tokenizer: Any, config: ServerConfig) -
     mode, named = tool_mode(tools, req.tool_choice)
     fmt = response_format_spec(req.response_format, config.json_whitespace)
     candidates = [fmt] if fmt is not None else []
-    candidates += extra_field_specs(req)
+    candidates += extra_field_specs(req, config.json_whitespace)
     parallel = req.parallel_tool_calls is not False
     constraint = request_constraint(candidates, tools, mode, named, parallel, config.json_whitespace)
     text, ids = render_chat(tokenizer, chat_messages(req), tools if mode != "none" else [])
@@ -175,7 +175,7 @@ def completion_job(req: CompletionRequest, tokenizer: Any, config: ServerConfig)
         raise bad_request("'prompt' is empty", param="prompt")
     fmt = response_format_spec(req.response_format, config.json_whitespace)
     candidates = [fmt] if fmt is not None else []
-    constraint = single_constraint(candidates + extra_field_specs(req))
+    constraint = single_constraint(candidates + extra_field_specs(req, config.json_whitespace))
     max_tokens = config.max_tokens(req.max_tokens, len(ids))
     check_context(ids, max_tokens, config.max_model_len)
     return Job(prompt_token_ids=ids, prompt_text=text, sampling=sampling(req, max_tokens, req.logprobs),

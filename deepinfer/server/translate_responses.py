@@ -68,7 +68,8 @@ def responses_job(req: ResponsesRequest, tokenizer: Any, config: ServerConfig) -
         mode, named = "auto", None
     else:
         mode, named = "forced", (None if choice == "required" else choice.name)
-    candidates = [s for s in [text_format_spec(req)] if s is not None] + extra_field_specs(req)
+    candidates = [s for s in [text_format_spec(req)] if s is not None]
+    candidates += extra_field_specs(req, config.json_whitespace)
     parallel = req.parallel_tool_calls is not False
     constraint = request_constraint(candidates, tools, mode, named, parallel, config.json_whitespace)
     text, ids = render_chat(tokenizer, input_messages(req), tools if mode != "none" else [])

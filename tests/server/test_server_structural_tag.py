@@ -74,3 +74,19 @@ def test_structural_tag_over_the_sdk(server):
     with pytest.raises(openai.BadRequestError, match=r"structures\[0\]\.begin"):
         client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "x"}], max_tokens=4,
                                        response_format={**LEGACY, "triggers": ["<x>"]})
+
+
+def test_vllm_structured_outputs_structural_tag_and_json_object(server):
+    import httpx
+
+    body = {"model": "tiny", "messages": [{"role": "user", "content": "x"}], "max_tokens": 16, "seed": 1}
+    tag = {k: v for k, v in LEGACY.items() if k != "type"}
+    r = httpx.post(server.url + "/v1/chat/completions", timeout=60,
+                   json={**body, "structured_outputs": {"structural_tag": json.dumps(tag)}})
+    assert r.status_code == 200, r.text
+    r = httpx.post(server.url + "/v1/chat/completions", timeout=60,
+                   json={**body, "structured_outputs": {"structural_tag": {**tag, "triggers": ["<q"]}}})
+    assert r.status_code == 400 and "structured_outputs.structural_tag.structures[0].begin" in r.text
+    r = httpx.post(server.url + "/v1/chat/completions", timeout=60,
+                   json={**body, "max_tokens": 2, "structured_outputs": {"json_object": True}})
+    assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"].startswith("{")

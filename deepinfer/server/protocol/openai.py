@@ -106,6 +106,8 @@ class StructuredOutputs(Strict):
     regex: str | None = None
     choice: list[str] | None = None
     grammar: str | None = None
+    json_object: bool | None = None
+    structural_tag: Union[str, dict[str, Any], None] = None  # vLLM: the structural_tag object (or its JSON)
     whitespace_pattern: str | None = None
 
 
