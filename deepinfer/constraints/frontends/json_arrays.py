@@ -22,6 +22,7 @@ from .json_text import value_text
 if TYPE_CHECKING:  # pragma: no cover
     from .json_schema import Lowerer
 
+UNIQUE_NOTE = "uniqueItems enforced by the matcher (distinct item values) at"
 MAX_UNIQUE_VALUES = 6  # uniqueItems over a finite item set: all orders of up to this many values
 
 
@@ -71,7 +72,7 @@ def elements(lw: "Lowerer", prefix: list[Expr], rest: Expr, lo: int, hi: int | N
 def _contains(lw: "Lowerer", d: dict, node: Node, prefix, rest, lo, hi) -> Expr:
     ptr = f"{node.ptr}/contains"
     need = int(d.get("minContains", 1))
-    if "maxContains" in d or prefix or hi is not None or d.get("uniqueItems"):
+    if "maxContains" in d or prefix or hi is not None or (d.get("uniqueItems") and not lw.unique_matcher):
         lw.unsupported(ptr, "contains", "contains with maxContains, prefixItems, maxItems or "
                                         "uniqueItems is not enforced")
         return seq(lw.ws.open("["), elements(lw, prefix, rest, lo, hi), lw.ws.close("]"))
@@ -97,6 +98,12 @@ def _contains(lw: "Lowerer", d: dict, node: Node, prefix, rest, lo, hi) -> Expr:
 def _unique(lw: "Lowerer", d: dict, node: Node, prefix_nodes, rest_node, lo, hi) -> Expr:
     ptr = f"{node.ptr}/uniqueItems"
     values = _finite_values(lw, rest_node) if not prefix_nodes and rest_node is not None else None
+    if (values is None or len(values) > MAX_UNIQUE_VALUES) and lw.unique_matcher:
+        # the matcher remembers item values (constraints/unique.py): the grammar only has the items
+        lw.note(f"{UNIQUE_NOTE} {ptr}")
+        return seq(lw.ws.open("["), elements(lw, [lw.lower(n) for n in prefix_nodes],
+                                             lw.lower(rest_node) if rest_node else lw.any_value(), lo, hi),
+                   lw.ws.close("]"))
     if values is None or len(values) > MAX_UNIQUE_VALUES:
         lw.unsupported(ptr, "uniqueItems", "items are not a small finite set of values, so distinct "
                                            "elements cannot be guaranteed by the grammar")

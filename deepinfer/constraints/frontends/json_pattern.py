@@ -93,6 +93,8 @@ def _search(items: list, exact: bool) -> Expr:
     start = bool(items) and items[0][0] is C.AT and items[0][1] in (C.AT_BEGINNING, C.AT_BEGINNING_STRING)
     if start:
         items = items[1:]
+    if items and _anchored_tail(items[-1]):  # `$` inside a final group or alternation (a|b$)
+        return seq(ir.EMPTY if start else repeat(ANY), _ending(items, exact))
     end = bool(items) and items[-1][0] is C.AT and items[-1][1] in (C.AT_END, C.AT_END_STRING)
     newline_ok = end and exact and items[-1][1] is C.AT_END  # Python's `$` also matches before "\n"
     if end:
@@ -105,6 +107,37 @@ def _search(items: list, exact: bool) -> Expr:
         parts.pop()
     tail = repeat(ir.Literal("\n"), 0, 1) if newline_ok else ir.EMPTY
     return seq(ir.EMPTY if start else repeat(ANY), *parts, tail if end else repeat(ANY))
+
+
+def _is_end(item) -> bool:
+    return item[0] is C.AT and item[1] in (C.AT_END, C.AT_END_STRING)
+
+
+def _anchored_tail(item) -> bool:
+    """A final group or alternation that ends (in some branch) with an end anchor."""
+    op, av = item
+    if op is C.BRANCH:
+        return any(b.data and (_is_end(b.data[-1]) or _anchored_tail(b.data[-1])) for b in av[1])
+    if op is C.SUBPATTERN and not av[1] and not av[2]:
+        data = av[3].data
+        return bool(data) and (_is_end(data[-1]) or _anchored_tail(data[-1]))
+    return False
+
+
+def _ending(items: list, exact: bool) -> Expr:
+    """The items followed by any text, except where an end anchor closes them."""
+    if not items:
+        return repeat(ANY)
+    op, av = items[-1]
+    head = _seq(items[:-1], exact)
+    if _is_end(items[-1]):
+        newline_ok = exact and av is C.AT_END
+        return seq(head, repeat(ir.Literal("\n"), 0, 1) if newline_ok else ir.EMPTY)
+    if op is C.BRANCH:
+        return seq(head, alt(*(_ending(list(b.data), exact) for b in av[1])))
+    if op is C.SUBPATTERN and not av[1] and not av[2]:
+        return seq(head, _ending(list(av[3].data), exact))
+    return seq(head, _node(op, av, exact), repeat(ANY))
 
 
 def _nullable(e: Expr) -> bool:

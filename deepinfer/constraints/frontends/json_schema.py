@@ -68,6 +68,7 @@ def compile_json_schema(compiler, schema, **options):
 
 def _compile(compiler, schema, options, CompiledConstraint, is_recursive, build_nfa):
     t0 = time.perf_counter()
+    options = {"unique_matcher": True, **options}
     grammar = lower_json_schema(schema, **options)
     t1 = time.perf_counter()
     regular = not is_recursive(grammar)
@@ -86,16 +87,23 @@ def _compile(compiler, schema, options, CompiledConstraint, is_recursive, build_
             regular = False
     if automaton is None:
         automaton = compiler.build_automaton(lower_json_schema(schema, split=True, **options))
+    dfa = getattr(automaton, "dfa", None)
+    if any(note.startswith(json_arrays.UNIQUE_NOTE) for note in grammar.annotations):
+        from deepinfer.constraints.unique import UniqueItemsAutomaton
+
+        from .json_unique import UniquePolicy
+
+        automaton = UniqueItemsAutomaton(automaton, UniquePolicy(load_schema(schema)))
     stats = {"lower_s": t1 - t0, "build_s": time.perf_counter() - t1,
              "back_end": "dfa" if regular else "cfg"}
-    dfa = getattr(automaton, "dfa", None)
     if dfa is not None:
         stats["dfa_states"] = dfa.num_states
     return CompiledConstraint("json_schema", grammar, automaton, compiler.vocab, stats)
 
 
 def lower_json_schema(schema, *, whitespace: str = "default", strict: bool | list[str] = True,
-                      any_depth: int | None = DEFAULT_ANY_DEPTH, split: bool = False) -> ir.Grammar:
+                      any_depth: int | None = DEFAULT_ANY_DEPTH, split: bool = False,
+                      unique_matcher: bool = False) -> ir.Grammar:
     """Lower a JSON Schema (dict, JSON text or Pydantic model class) to an IR grammar.
 
     whitespace: "default" (json.dumps/pretty-printer whitespace, bounded runs), "compact"
@@ -104,9 +112,13 @@ def lower_json_schema(schema, *, whitespace: str = "default", strict: bool | lis
     `Grammar.annotations`. any_depth: how deep unconstrained values (`{}`, `true`) may
     nest; None makes them recursive (context-free back end). split: put every sub-schema
     in its own non-regular rule (same language), for the context-free back end.
+    unique_matcher: `uniqueItems` over unbounded item sets is left to the matcher
+    (the caller wraps the automaton, see `compile_json_schema`); the grammar then says so
+    in its annotations.
     """
     lowerer = Lowerer(load_schema(schema), Whitespace(whitespace), strict, any_depth)
     lowerer.split = split
+    lowerer.unique_matcher = unique_matcher
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 20_000))  # deep schemas recurse once per level
     try:
@@ -146,6 +158,7 @@ class Lowerer:
         self.composition = Composition(self)
         self._counter = 0
         self.split = False
+        self.unique_matcher = False
         self.deadline = time.monotonic() + LOWER_TIME_BUDGET_S
 
     # ----------------------------------------------------------------- entry

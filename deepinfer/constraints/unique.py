@@ -1,0 +1,209 @@
+"""`uniqueItems` on top of any token automaton: a wrapper that remembers item values.
+
+Owns `UniqueItemsAutomaton(inner, policy)`, a TokenAutomaton whose state is
+(inner state, tracker). The tracker is a small JSON scanner over the emitted
+bytes: a stack of open containers, each with the context the `policy` gives it
+(which arrays must have distinct items), and for such arrays the canonical
+values of the items completed so far plus the raw text of the item in
+progress. A byte that completes an item equal to an earlier one (JSON Schema
+equality: 1 == 1.0, key order ignored) is refused, so masks drop exactly the
+tokens that would complete a duplicate. The inner automaton keeps deciding
+the syntax and every other keyword; the tracker assumes its text is JSON.
+
+policy: `root() -> ctx`, `key(ctx, name) -> ctx`, `item(ctx) -> ctx`,
+`unique(ctx) -> bool` (contexts are hashable). Knows nothing about schemas.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Hashable
+
+import numpy as np
+
+_WS = frozenset(b" \t\n\r")
+_SCALAR = frozenset(b"0123456789+-.eEtruefalsn")
+_QUOTE_ONLY = frozenset(b'"')
+_TERMINATORS = frozenset(b'",]}') | _WS
+# modes: V value expected, K key or "}" expected, S in a value string, SK in a key string,
+# C ":" expected, A after a value, N in a number or literal
+V, K, S, SK, C, A, N = range(7)
+
+
+def canonical(value) -> str:
+    """Equal JSON values (as JSON Schema compares them) give equal keys."""
+    def norm(v):
+        if isinstance(v, bool) or v is None or isinstance(v, str):
+            return v
+        if isinstance(v, int):
+            return ("int", v)
+        if isinstance(v, float):
+            return ("int", int(v)) if v.is_integer() else ("num", repr(v))
+        if isinstance(v, list):
+            return [norm(x) for x in v]
+        return {k: norm(x) for k, x in sorted(v.items())}
+    return json.dumps(norm(value), sort_keys=True)
+
+
+class _Reject(Exception):
+    pass
+
+
+class UniqueItemsAutomaton:
+    """TokenAutomaton: `inner` plus distinct items in the arrays the policy marks unique."""
+
+    def __init__(self, inner, policy) -> None:
+        self.inner = inner
+        self.vocab = inner.vocab
+        self.policy = policy
+        tokens = self.vocab.token_bytes
+        self._has = {
+            "quote": np.array([t is not None and b'"' in t for t in tokens], dtype=bool),
+            "term": np.array([t is not None and any(b in _TERMINATORS for b in t) for t in tokens], dtype=bool),
+        }
+
+    # ---------------------------------------------------------- protocol
+    def initial_state(self) -> Hashable:
+        return (self.inner.initial_state(), ((), V, b"", 0))
+
+    def is_accepting(self, state) -> bool:
+        return self.inner.is_accepting(state[0])
+
+    def next_state(self, state, token_id: int):
+        inner = self.inner.next_state(state[0], token_id)
+        if inner is None:
+            return None
+        tracker = self._scan(state[1], self.vocab.token_bytes[token_id] or b"")
+        return None if tracker is None else (inner, tracker)
+
+    def advance_bytes(self, state, data: bytes):
+        inner = self.inner.advance_bytes(state[0], data)
+        if inner is None:
+            return None
+        tracker = self._scan(state[1], data)
+        return None if tracker is None else (inner, tracker)
+
+    def forced_bytes(self, state) -> bytes:
+        data = self.inner.forced_bytes(state[0])
+        return data if data and self._scan(state[1], data) is not None else b""
+
+    def fill_mask(self, state, row: np.ndarray) -> None:
+        self.inner.fill_mask(state[0], row)
+        tracker = state[1]
+        if not any(f[0] == "a" and f[2] for f in tracker[0]):
+            return  # not inside an array with distinct items
+        bits = np.unpackbits(row.view(np.uint8), bitorder="little")[: self.vocab.size].astype(bool)
+        bits &= self._has["quote" if tracker[1] in (S, SK) else "term"]
+        tokens = self.vocab.token_bytes
+        for tok in np.flatnonzero(bits).tolist():
+            if self._scan(tracker, tokens[tok]) is None:
+                keep = ~(1 << (tok & 31)) & 0xFFFFFFFF
+                row[tok >> 5] &= np.int32(keep - (1 << 32) if keep >= 1 << 31 else keep)
+
+    def precompute_masks(self, budget_s: float = 0.05) -> None:
+        pre = getattr(self.inner, "precompute_masks", None)
+        if pre is not None:
+            pre(budget_s)
+
+    # ----------------------------------------------------------- tracker
+    def _scan(self, tracker, data: bytes):
+        stack, mode, buf, esc = tracker
+        stack = list(stack)
+        try:
+            for c in data:
+                mode, buf, esc = self._byte(stack, mode, buf, esc, c)
+        except _Reject:
+            return None
+        return (tuple(stack), mode, buf, esc)
+
+    def _byte(self, stack: list, mode: int, buf: bytes, esc: int, c: int):
+        if mode == N:
+            if c in _SCALAR:
+                _append(stack, c)
+                return N, buf, 0
+            self._done(stack)
+            mode = A
+        if mode in (S, SK):
+            _append(stack, c)
+            if esc:
+                return mode, (buf + bytes([c]) if mode == SK else buf), 0
+            if c == 0x5C:  # backslash
+                return mode, (buf + b"\\" if mode == SK else buf), 1
+            if c != 0x22:
+                return mode, (buf + bytes([c]) if mode == SK else buf), 0
+            if mode == SK:
+                key = json.loads(b'"' + buf + b'"')
+                kind, ctx, _ = stack[-1]
+                stack[-1] = (kind, ctx, key)
+                return C, b"", 0
+            self._done(stack)
+            return A, b"", 0
+        if c in _WS:
+            _append(stack, c)
+            return mode, buf, esc
+        if mode == V and c != ord("]"):
+            self._start_item(stack)
+            _append(stack, c)
+            if c == ord("{"):
+                stack.append(("o", self._child(stack), None))
+                return K, b"", 0
+            if c == ord("["):
+                ctx = self._child(stack)
+                stack.append(("a", ctx, self.policy.unique(ctx), frozenset(), None))
+                return V, b"", 0
+            if c == 0x22:
+                return S, b"", 0
+            return N, b"", 0
+        _append(stack, c)
+        if mode == K:
+            if c == 0x22:
+                return SK, b"", 0
+            # "}" of an empty object
+        elif mode == C:
+            return V, b"", 0  # ":"
+        if c == ord(","):
+            return (K if stack and stack[-1][0] == "o" else V), b"", 0
+        if c in (ord("]"), ord("}")) and stack:
+            stack.pop()
+            self._done(stack)
+            return A, b"", 0
+        return mode, buf, esc
+
+    def _child(self, stack: list):
+        if not stack:
+            return self.policy.root()
+        top = stack[-1]
+        if top[0] == "o":
+            return self.policy.key(top[1], top[2])
+        return self.policy.item(top[1])
+
+    @staticmethod
+    def _start_item(stack: list) -> None:
+        if stack and stack[-1][0] == "a" and stack[-1][2]:
+            kind, ctx, unique, seen, _ = stack[-1]
+            stack[-1] = (kind, ctx, unique, seen, b"")
+
+    @staticmethod
+    def _done(stack: list) -> None:
+        """The value at the top of the stack is complete: check it against earlier items."""
+        if not stack or stack[-1][0] != "a" or not stack[-1][2] or stack[-1][4] is None:
+            return
+        kind, ctx, unique, seen, cur = stack[-1]
+        try:
+            key = canonical(json.loads(cur))
+        except ValueError:
+            return  # not JSON the scanner understands: the inner automaton decides
+        if key in seen:
+            raise _Reject()
+        stack[-1] = (kind, ctx, unique, seen | {key}, None)
+
+
+def _append(stack: list, c: int) -> None:
+    """Add a byte to every item in progress (the innermost items of unique arrays and their
+    enclosing items)."""
+    for i, f in enumerate(stack):
+        if f[0] == "a" and f[2] and f[4] is not None:
+            stack[i] = (f[0], f[1], f[2], f[3], f[4] + bytes([c]))
+
+
+Policy = Any
