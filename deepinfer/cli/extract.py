@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,6 +125,15 @@ def check_output(output, schema_validator, max_tokens: int):
     return value, None
 
 
+def _bar_size() -> dict:
+    """tqdm sizes the bar to the terminal, but draws nothing on one reporting 0x0 (a fresh pty)."""
+    try:
+        size = os.get_terminal_size(sys.stderr.fileno())
+    except (OSError, ValueError):
+        return {}
+    return {} if size.columns > 0 and size.lines > 0 else {"ncols": 80, "nrows": 24}
+
+
 def run(args: argparse.Namespace) -> int:
     import jsonschema
     from tqdm import tqdm
@@ -146,7 +156,8 @@ def run(args: argparse.Namespace) -> int:
     out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
     failures = 0
     try:
-        with tqdm(total=len(items), unit="input", file=sys.stderr, disable=not sys.stderr.isatty()) as bar:
+        with tqdm(total=len(items), unit="input", file=sys.stderr, disable=not sys.stderr.isatty(),
+                  **_bar_size()) as bar:
             for start in range(0, len(items), max(1, args.batch_size)):
                 batch = items[start:start + args.batch_size]
                 outputs = llm.chat([conversation(args.instructions, schema, it.text) for it in batch], params)

@@ -100,3 +100,30 @@ def test_unenforceable_schema_fails_before_generating(model_dir, tmp_path, capsy
     assert main(["extract", "--model", str(model_dir), "--schema", str(bad), str(text)]) == 2
     err = capsys.readouterr().err
     assert "backreference" in err and "/properties/a" in err, err
+
+
+def test_progress_bar_on_a_terminal(model_dir, schema_file, tmp_path):
+    """stderr on a terminal (a pty, even one reporting no width): a tqdm bar; stdout stays JSONL."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    (tmp_path / "a.txt").write_text("Ann rates it 5")
+    (tmp_path / "b.txt").write_text("Bo rates it 2")
+    controller, terminal = pty.openpty()
+    cli = "import sys; from deepinfer.cli import main; sys.exit(main())"
+    r = subprocess.run([sys.executable, "-c", cli, "extract", "--schema", str(schema_file),
+                        "--model", str(model_dir), "--max-tokens", "64", "--json-whitespace", "compact",
+                        str(tmp_path / "a.txt"), str(tmp_path / "b.txt")],
+                       stdout=subprocess.PIPE, stderr=terminal, timeout=300)
+    os.close(terminal)
+    shown = b""
+    try:
+        while chunk := os.read(controller, 4096):
+            shown += chunk
+    except OSError:  # the terminal side is closed: all read
+        pass
+    os.close(controller)
+    assert b"2/2" in shown and b"100%" in shown, shown
+    assert r.returncode in (0, 1) and all(json.loads(line) for line in r.stdout.decode().splitlines())
