@@ -134,3 +134,15 @@ def test_messages_auto_tools_stream_matches_the_body(client):
     assert [b.model_dump() for b in final.content] == [b.model_dump() for b in body.content]
     if body.content[0].type == "text":
         assert text == body.content[0].text
+
+
+def test_messages_auto_tools_with_structured_output(client):
+    """`auto` + output_config.format: the answer follows the schema, or the model calls a tool."""
+    m = client.messages.create(model="tiny", max_tokens=160, messages=MESSAGES, tools=[CITY_TOOL],
+                               output_config={"format": {"type": "json_schema", "schema": ANSWER}},
+                               extra_body={"seed": 8})
+    if m.stop_reason == "tool_use":
+        for block in (b for b in m.content if b.type == "tool_use"):
+            jsonschema.validate(block.input, CITY_TOOL["input_schema"])
+    elif m.stop_reason == "end_turn":
+        jsonschema.validate(json.loads(m.content[0].text), ANSWER)
