@@ -25,6 +25,7 @@ _WS = frozenset(b" \t\n\r")
 _SCALAR = frozenset(b"0123456789+-.eEtruefalsn")
 _QUOTE_ONLY = frozenset(b'"')
 _TERMINATORS = frozenset(b'",]}') | _WS
+_CLOSERS = frozenset(b'",]}') | _WS
 # modes: V value expected, K key or "}" expected, S in a value string, SK in a key string,
 # C ":" expected, A after a value, N in a number or literal
 V, K, S, SK, C, A, N = range(7)
@@ -60,7 +61,12 @@ class UniqueItemsAutomaton:
         self._has = {
             "quote": np.array([t is not None and b'"' in t for t in tokens], dtype=bool),
             "term": np.array([t is not None and any(b in _TERMINATORS for b in t) for t in tokens], dtype=bool),
+            # a token that can complete two items has two closing bytes at least
+            "two_ends": np.array([t is not None and sum(b in _CLOSERS for b in t) >= 2 for t in tokens],
+                                 dtype=bool),
+            "bracket": np.array([t is not None and (b"]" in t or b"}" in t) for t in tokens], dtype=bool),
         }
+        self._has["from_value"] = _completes_from_value(self.vocab) | self._has["bracket"]
 
     # ---------------------------------------------------------- protocol
     def initial_state(self) -> Hashable:
@@ -93,7 +99,7 @@ class UniqueItemsAutomaton:
         if not any(f[0] == "a" and f[2] for f in tracker[0]):
             return  # not inside an array with distinct items
         bits = np.unpackbits(row.view(np.uint8), bitorder="little")[: self.vocab.size].astype(bool)
-        bits &= self._has["quote" if tracker[1] in (S, SK) else "term"]
+        bits &= self._has[self._candidates(tracker)]
         tokens = self.vocab.token_bytes
         for tok in np.flatnonzero(bits).tolist():
             if self._scan(tracker, tokens[tok]) is None:
@@ -104,6 +110,27 @@ class UniqueItemsAutomaton:
         pre = getattr(self.inner, "precompute_masks", None)
         if pre is not None:
             pre(budget_s)
+
+    def _candidates(self, tracker) -> str:
+        """Which tokens can complete a duplicate item from here (a cheap superset)."""
+        stack, mode, _, esc = tracker
+        if all(not f[3] for f in stack if f[0] == "a" and f[2]):
+            return "two_ends"  # nothing seen yet: a duplicate needs two items in one token
+        top = stack[-1]
+        if top[0] != "a" or not top[2]:
+            return "bracket"  # an item of an outer array completes only once this one closes
+        if mode == V:
+            return "from_value"
+        if mode == S and not esc and top[4] is not None:
+            # a string item can only equal a seen string that starts with what it has so far
+            try:
+                prefix = json.loads(top[4] + b'"')
+            except ValueError:
+                return "quote"
+            if not any(isinstance(v, str) and v.startswith(prefix) for v in map(json.loads, top[3])):
+                return "two_ends"  # only by closing it and completing a second item
+            return "quote"
+        return "quote" if mode in (S, SK) else "term"
 
     # ----------------------------------------------------------- tracker
     def _scan(self, tracker, data: bytes):
@@ -196,6 +223,48 @@ class UniqueItemsAutomaton:
         if key in seen:
             raise _Reject()
         stack[-1] = (kind, ctx, unique, seen | {key}, None)
+
+
+_FROM_VALUE: dict = {}
+
+
+def _completes_from_value(vocab) -> np.ndarray:
+    """bool [V]: the token, read where a value starts, completes a whole value (cached)."""
+    got = _FROM_VALUE.get(id(vocab))
+    if got is None or len(got) != vocab.size:
+        got = np.array([t is not None and _value_ends(t) for t in vocab.token_bytes], dtype=bool)
+        _FROM_VALUE[id(vocab)] = got
+    return got
+
+
+def _value_ends(data: bytes) -> bool:
+    depth, in_str, esc, started, scalar = 0, False, False, False, False
+    for c in data:
+        if in_str:
+            if esc:
+                esc = False
+            elif c == 0x5C:
+                esc = True
+            elif c == 0x22:
+                in_str = False
+                if depth == 0:
+                    return True
+        elif scalar:
+            if c not in _SCALAR:
+                return True
+        elif c == 0x22:
+            in_str, started = True, True
+        elif c in b"[{":
+            depth, started = depth + 1, True
+        elif c in b"]}":
+            depth -= 1
+            if depth <= 0:
+                return True
+        elif c in _WS or (started and depth > 0):
+            continue
+        else:
+            scalar, started = True, True
+    return False
 
 
 def _append(stack: list, c: int) -> None:
