@@ -37,6 +37,17 @@ def post(server, path, body, **kw):
     ({"response_format": {"type": "json_schema", "json_schema": {"name": "u", "schema": {
         "type": "object", "properties": {"a": {"type": "object", "unevaluatedProperties": False}}}}}},
      "unevaluatedProperties"),
+    ({"tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "objekt"}}}]},
+     "'tools[0].function.parameters': not a valid JSON Schema at /type"),
+    ({"tools": [{"type": "function", "function": {"name": "f", "strict": True, "parameters": {
+        "type": "object", "unevaluatedProperties": False}}}]}, "'tools[0].function.parameters': JSON Schema"),
+    ({"tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": "required", "regex": "a"},
+     "only one constraint"),
+    ({"response_format": {"type": "structural_tag", "triggers": ["<f"],
+                          "structures": [{"begin": "<g>", "schema": {}, "end": "</g>"}]}},
+     "'response_format.structures[0].begin'"),
+    ({"response_format": {"type": "json_object"}, "structured_outputs": {"regex": "a"}},
+     "'response_format', 'structured_outputs.regex'"),
 ])
 def test_bad_requests_are_400_naming_the_field(server, extra, needle):
     r = post(server, "/v1/chat/completions", {**CHAT, **extra})
@@ -66,6 +77,14 @@ def test_responses_and_anthropic_validation(server):
                                       "tools": [{"name": "f", "input_schema": {"type": "object"}}],
                                       "tool_choice": {"type": "tool"}})
     assert r.status_code == 400 and "needs a 'name'" in r.json()["error"]["message"]
+    r = post(server, "/v1/messages", {"model": "tiny", "max_tokens": 5, "messages": CHAT["messages"],
+                                      "tools": [{"name": "f", "input_schema": {"type": "objekt"}}]})
+    assert r.status_code == 400 and r.json()["type"] == "error"
+    assert "'tools[0].input_schema': not a valid JSON Schema at /type" in r.json()["error"]["message"]
+    r = post(server, "/v1/responses", {"model": "tiny", "input": "x", "tools": [
+        {"type": "function", "name": "f", "parameters": {"type": "object", "properties": {"a": {"minimum": "x"}}}}]})
+    assert r.status_code == 400 and "'tools[0].parameters'" in r.json()["error"]["message"]
+    assert "/properties/a/minimum" in r.json()["error"]["message"]
 
 
 def test_bad_requests_do_not_disturb_a_stream_in_flight(server):
