@@ -79,7 +79,8 @@ class CfgAutomaton:
         moved, done = [], []
         for lex, origin, q in state.threads:
             lexeme = lexemes[lex]
-            q2 = lexeme.rows[q][byte]
+            row = lexeme.rows[q]
+            q2 = (row if row is not None else lexeme.row(q))[byte]
             if q2 < 0:
                 continue
             moved.append((lex, origin, q2))

@@ -8,7 +8,7 @@ expression, the regular rules it refers to (transitively) and the DFA limits,
 so that triple is the key; entries are immutable (`Lexeme` tables are never
 written after construction), so sharing them between grammars is safe.
 
-Bounded by total DFA states (the Python row lists dominate memory), evicting
+Bounded by total DFA states (the int32 tables dominate memory), evicting
 least recently used entries. Knows nothing about tokens or parsing.
 """
 
@@ -19,7 +19,7 @@ from collections import OrderedDict
 
 from .. import ir
 
-MAX_STATES = 400_000   # total DFA states kept (~100 MB of Python rows at most)
+MAX_STATES = 100_000   # total DFA states kept (1 KB of table each, plus visited rows)
 MAX_ENTRIES = 20_000
 
 _lock = threading.Lock()

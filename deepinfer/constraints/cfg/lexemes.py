@@ -37,8 +37,17 @@ class Lexeme:
     rows: list = field(default_factory=list, repr=False)  # Python rows, for byte steps
 
     def __post_init__(self) -> None:
-        self.rows = self.trans.tolist()
+        # Rows are converted on first visit, as tuples: most states of a big lexeme
+        # are never stepped through, and tuples of ints drop out of the cyclic GC
+        # (lists of 256 items each made every full collection walk millions of slots).
+        self.rows = [None] * len(self.trans)
         self.accept_list = self.accepting.tolist()
+
+    def row(self, q: int) -> tuple:
+        got = self.rows[q]
+        if got is None:
+            got = self.rows[q] = tuple(self.trans[q].tolist())
+        return got
 
 
 @dataclass
@@ -96,11 +105,12 @@ def _mentions(expr: ir.Expr, names: set[str]) -> bool:
 
 def nonregular_rules(grammar: ir.Grammar) -> set[str]:
     """Rules that are recursive or reach a recursive rule."""
+    direct = {name: grammar.referenced_rules(name) for name in grammar.rules}  # one walk each
     reach: dict[str, set[str]] = {}
     for name in grammar.rules:
         seen, todo = set(), [name]
         while todo:
-            for ref in grammar.referenced_rules(todo.pop()):
+            for ref in direct.get(todo.pop(), ()):
                 if ref not in seen:
                     seen.add(ref)
                     todo.append(ref)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..chains import chain, chain_parts, loop_bits
 from ..masks import pack_mask
 from ..vocab import Vocabulary
 
@@ -56,6 +57,7 @@ class ScanCache:
         self.runs: dict[tuple, Run] = {}
         self.entries = n
         self.loops: dict = {}
+        self.char_loops: dict = {}   # chains.Loops per lexeme DFA
         self.follow_ids: dict[bytes, int] = {}
         self.follows: list[np.ndarray] = []
 
@@ -157,6 +159,30 @@ class ScanCache:
         stays = ~self.non_ascii[0][idx] & ((sig[:, 0] & ~bits[0]) == 0) & ((sig[:, 1] & ~bits[1]) == 0)
         return idx[~stays], idx[stays]
 
+    def _chain_shortcut(self, trans, accepting, state, idx):
+        """Split off the tokens that follow a counting chain from `state` (bounded
+        repetition such as a string body with maxLength; chains.py): they stay
+        inside the lexeme. Only when no state the chain passes *between* characters
+        is accepting, so such a token can never cross a lexeme boundary (accepting
+        states lie on character boundaries: the IR is over Unicode text).
+        Why: each chain state is a new run, and walking the whole vocabulary for
+        each cost ~30 ms; the covered tokens come from a per-vocabulary cache."""
+        key = (trans.ctypes.data, trans.shape[0])
+        hit = self.char_loops.get(key)
+        if hit is None:
+            hit = self.char_loops[key] = (loop_bits(trans), trans)  # keep trans alive
+        ch = chain(hit[0], state)
+        if ch is None:
+            return idx, None
+        inter, ends = ch
+        if accepting.take(ends[1:-1]).any():
+            return idx, None
+        cover, limit, _ = chain_parts(self.vocab, inter)
+        done = cover.covered.take(idx)
+        if limit is not None:
+            done &= self.vocab.sorted_nchars.take(idx) <= limit
+        return idx[~done], idx[done]
+
     def _compute(self, trans, accepting, state, scope_id, follow) -> Run:
         vocab = self.vocab
         scope = self.scopes[scope_id]
@@ -167,6 +193,8 @@ class ScanCache:
         if scope_id == ROOT:
             idx = first_byte_candidates(np.flatnonzero(trans[state] >= 0), vocab)
             idx, covered = self._loop_shortcut(trans, accepting, state, follow, idx)
+            if covered is None:
+                idx, covered = self._chain_shortcut(trans, accepting, state, idx)
             if covered is not None:
                 inside.append(covered)
             self._walk_uniform(flat, accepting, follow, idx, 0, state, inside, hit_idx, hit_off)
