@@ -1,7 +1,8 @@
 """`deepinfer compile --schema|--regex|--grammar ...`: show what the compiler makes of a constraint.
 
-Prints the IR as EBNF, the automaton's state counts, the compile time and any
-annotations (keywords accepted but not enforced). A constraint that does not
+Prints the IR as EBNF, the automaton's state counts, the compile time, any
+annotations (keywords accepted but not enforced) and any unknown keywords
+(typos, vendor extensions: no draft defines them, so nothing enforces them). A constraint that does not
 compile exits with status 2 and the compiler's message (JSON pointer or
 grammar line/column).
 """
@@ -14,6 +15,7 @@ import sys
 import time
 
 from deepinfer.cli.constraint_args import add_constraint_arguments, load_grammar, load_regex, load_schema
+from deepinfer.cli.schema_keywords import unknown_keywords
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,18 +28,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def compile_from_args(args, compiler):
-    """(compiled constraint, label, seconds) for the constraint named by the arguments."""
+    """(compiled constraint, label, seconds, unknown keywords) for the constraint named by the arguments."""
     start = time.perf_counter()
+    unknown: list[str] = []
     if args.schema:
         schema, label = load_schema(args.schema)
         compiled = compiler.compile_json_schema(schema)
+        unknown = unknown_keywords(schema)
     elif args.regex:
         pattern, label = load_regex(args.regex)
         compiled = compiler.compile_regex(pattern)
     else:
         text, syntax, label = load_grammar(args.grammar, args.syntax)
         compiled = compiler.compile_grammar(text, syntax=syntax)
-    return compiled, label, time.perf_counter() - start
+    return compiled, label, time.perf_counter() - start, unknown
 
 
 def automaton_counts(compiled) -> dict:
@@ -51,10 +55,10 @@ def automaton_counts(compiled) -> dict:
             "cfg_lexeme_dfa_states": sum(len(lex.trans) for lex in bnf.lexemes)}
 
 
-def report(compiled, label: str, seconds: float) -> dict:
+def report(compiled, label: str, seconds: float, unknown: list[str] = ()) -> dict:
     stats = {**(getattr(compiled, "stats", {}) or {}), **automaton_counts(compiled)}
     return {"source": label, "kind": compiled.kind, "compile_seconds": round(seconds, 6),
-            "stats": stats, "annotations": list(compiled.annotations),
+            "stats": stats, "annotations": list(compiled.annotations), "unknown_keywords": list(unknown),
             "rules": len(compiled.grammar.rules), "ebnf": str(compiled.grammar)}
 
 
@@ -63,8 +67,8 @@ def run(args: argparse.Namespace) -> int:
     from deepinfer.model.hub import resolve_model
 
     vocab = Vocabulary.from_pretrained(resolve_model(args.model))
-    compiled, label, seconds = compile_from_args(args, GrammarCompiler(vocab))
-    info = report(compiled, label, seconds)
+    compiled, label, seconds, unknown = compile_from_args(args, GrammarCompiler(vocab))
+    info = report(compiled, label, seconds, unknown)
     if args.json:
         json.dump(info, sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -82,6 +86,10 @@ def run(args: argparse.Namespace) -> int:
             out.write(f"  - {note}\n")
     else:
         out.write("annotations:  none (everything is enforced)\n")
+    if info["unknown_keywords"]:
+        out.write("unknown keywords (no JSON Schema draft defines them; ignored):\n")
+        for pointer in info["unknown_keywords"]:
+            out.write(f"  - {pointer}\n")
     if not args.no_ebnf:
         out.write("\n" + info["ebnf"] + "\n")
     return 0

@@ -60,3 +60,16 @@ def test_exactly_one_constraint_is_required(capsys):
     with pytest.raises(SystemExit):
         main(["compile", "--regex", "a", "--grammar", "sql"])
     assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_unknown_keywords_and_formats_are_listed(model_dir, tmp_path, capsys):
+    schema = tmp_path / "s.json"
+    schema.write_text(json.dumps({"type": "object", "x-order": 1, "properties": {
+        "name": {"type": "string", "maxLenght": 5, "title": "Name"},
+        "when": {"type": "string", "format": "sometime"},
+        "tags": {"type": "array", "items": {"enum": ["a"], "x-ui": "chip"}}}}))
+    assert main(["compile", "--model", str(model_dir), "--schema", str(schema), "--no-ebnf"]) == 0
+    out = capsys.readouterr().out
+    for pointer in ("/x-order", "/properties/name/maxLenght", "/properties/tags/items/x-ui"):
+        assert f"  - {pointer}\n" in out, out
+    assert "/properties/name/title" not in out and "sometime" in out  # title is standard; the format is noted
