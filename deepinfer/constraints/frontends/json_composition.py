@@ -153,6 +153,23 @@ class Composition:
                         return True
         return False
 
+    def _negate_one_of(self, d: dict, one_ofs: list, ptr: str) -> list:
+        out = []
+        for branches in one_ofs:
+            none = [d]
+            for b in branches:
+                none = [y for a in none for y in self.negate(a, b, ptr) if y is not False]
+                if len(none) > MAX_ALTERNATIVES:
+                    raise self.lw.fail(ptr, f"composition expands to more than {MAX_ALTERNATIVES} alternatives")
+            out.extend(none)
+            normal = [self.lw.normalize(b) for b in branches]
+            for i in range(len(branches)):
+                for j in range(i + 1, len(branches)):
+                    if not self.disjoint(normal[i], normal[j]):
+                        both = self.lw.merged(self.lw.merged(d, normal[i], branches[i]), normal[j], branches[j])
+                        out.append(both)
+        return out
+
     # ------------------------------------------------------------ if / then
     def if_then_else(self, d: dict, conditional: tuple, node: Node) -> list:
         cond, then, other = conditional
@@ -213,12 +230,32 @@ class Composition:
         if key == "not":  # ¬¬X = X
             return [self.lw.merged(d, self.lw.normalize(value), value)]
         if key == "pattern":  # ¬(p1 ∧ p2 ...) on strings: a string failing one of them
-            alts = [_with_types(d, type_set(d) - {"string"})]
+            alts = []  # non-strings satisfy `pattern`: they are not in its negation
             for p in [value] + list(n.get("_patterns", [])):
                 a = _with_types(d, type_set(d) & {"string"})
                 a["_not_patterns"] = list(d.get("_not_patterns", [])) + [p]
                 alts.append(a)
             return alts
+        if key == "oneOf":  # ¬oneOf: none of the branches, or two of them at once
+            return self._negate_one_of(d, n["_oneOfs"], ptr)
+        if key == "items" and "prefixItems" not in n and "contains" not in d:
+            # some item fails the items schema: contains ¬items
+            a = _with_types(d, type_set(d) & {"array"})
+            a["contains"] = synthetic({"not": value}, value)
+            return [a]
+        if key in ("dependentSchemas", "dependentRequired"):  # a present name whose dependency fails
+            where, out = Node({}, ptr, ""), []
+            for name, dep in value.items():
+                a = self.lw.merged(_with_types(d, type_set(d) & {"object"}),
+                                   {"required": [name], "_sources": []}, where)
+                if key == "dependentSchemas":
+                    out.extend(self.negate(a, dep, f"{ptr}/dependentSchemas/{name}"))
+                else:
+                    for other in dep:
+                        b = dict(a)
+                        b["_forbid"] = list(a.get("_forbid", [])) + [[other]]
+                        out.append(b)
+            return out
         if key == "_not_integer":  # ¬(number ⇒ not integral) = an integer
             return [_with_types(d, type_set(d) & {"integer", "number"} and {"integer"})]
         if key == "_patterns":
@@ -234,9 +271,9 @@ class Composition:
         if key == "required":
             out = _with_types(d, type_set(d) & {"object"})
             out["_forbid"] = list(d.get("_forbid", [])) + [list(value)]
-            return [_with_types(d, type_set(d) - {"object"}), out]
+            return [out]  # non-objects satisfy `required`: they are not in its negation
         if key == "properties":
-            alts = [_with_types(d, type_set(d) - {"object"})]
+            alts = []  # non-objects satisfy `properties`
             for name, sub in value.items():
                 a = _with_types(d, type_set(d) & {"object"})
                 a["required"] = list(dict.fromkeys(list(a.get("required", [])) + [name]))
@@ -250,7 +287,7 @@ class Composition:
             group, neg_key, transform = _BOUND_NEGATIONS[key]
             inside = _with_types(d, type_set(d) & (group | ({"number"} if "integer" in group else set())))
             inside = self.lw.merged(inside, {neg_key: transform(value), "_sources": []}, Node({}, ptr, ""))
-            return [_with_types(d, type_set(d) - group), inside]
+            return [inside]  # other types satisfy the bound: they are not in its negation
         return None  # not expressible here
 
 

@@ -336,11 +336,13 @@ class Lowerer:
     def _validator(self):
         v = self._validators.get("root")
         if v is None:
-            import jsonschema
+            started = time.monotonic()  # a first import of jsonschema's format checkers takes seconds:
+            import jsonschema           # not lowering work, so not counted against the budget
 
             root = self.refs.root.schema
             cls = jsonschema.validators.validator_for(root, default=jsonschema.Draft202012Validator)
             v = self._validators["root"] = cls(root, format_checker=cls.FORMAT_CHECKER)
+            self.deadline += time.monotonic() - started
         return v
 
 

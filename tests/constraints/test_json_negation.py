@@ -1,0 +1,43 @@
+"""Negation of oneOf, items and dependencies: differential against jsonschema."""
+
+import json
+import re
+import sys
+
+import jsonschema
+import pytest
+
+from deepinfer.constraints.frontends.json_regex import grammar_to_regex
+from deepinfer.constraints.frontends.json_schema import lower_json_schema
+
+VALUES = [None, 0, 1, 2.5, "a", "ab", [], [1], ["a"], [1, "a"], ["a", "b"], {}, {"x": 1}, {"y": 1},
+          {"x": 1, "y": 2}, {"x": "s"}, {"x": 2, "y": "s"}]
+
+SCHEMAS = [
+    {"not": {"minimum": 1}},  # other types satisfy a bound: they are not in its negation
+    {"not": {"required": ["x"]}},
+    {"not": {"type": "integer", "minimum": 1}},
+    {"not": {"properties": {"x": {"type": "string"}}}},
+    {"not": {"minLength": 2}},
+    {"not": {"oneOf": [{"type": "integer"}, {"minimum": 1}]}},
+    {"not": {"oneOf": [{"type": "string"}, {"type": "array"}]}},
+    {"type": "array", "not": {"items": {"type": "integer"}}},
+    {"oneOf": [{"not": {"required": ["x"]}}, {"dependencies": {"x": False}}]},
+    {"type": "object", "not": {"dependentRequired": {"x": ["y"]}}},
+    {"type": "object", "not": {"dependentSchemas": {"x": {"properties": {"x": {"type": "string"}}}}}},
+]
+
+
+@pytest.mark.parametrize("schema", SCHEMAS, ids=[json.dumps(s)[:50] for s in SCHEMAS])
+def test_negation_against_jsonschema(schema):
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 20_000))
+    rx = re.compile(grammar_to_regex(lower_json_schema(schema, whitespace="compact", any_depth=2)), re.S)
+    for v in VALUES:
+        text = json.dumps(v, separators=(",", ":"))
+        accepted = rx.fullmatch(text) is not None
+        # `dependencies` is a draft-07 keyword (2020-12 ignores it; the compiler enforces it)
+        cls = jsonschema.Draft7Validator if "dependencies" in schema.get("oneOf", [{}])[-1] else \
+            jsonschema.Draft202012Validator
+        valid = cls(schema).is_valid(v)
+        assert not accepted or valid, f"accepted invalid {text}"
+        assert accepted == valid, f"rejected valid {text}"
