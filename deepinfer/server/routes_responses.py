@@ -14,7 +14,7 @@ from deepinfer.server.format_openai import new_id, raise_if_failed, token_logpro
 from deepinfer.server.job import ChoiceResult, Job, TokenLogprob, Usage
 from deepinfer.server.protocol.responses import ResponsesRequest
 from deepinfer.server.state import admit, collect, get_state, parse_body, usage_of
-from deepinfer.server.tool_calls import resolve_tool_calls
+from deepinfer.server.tool_calls import TextGate, call_format, resolve_tool_calls
 from deepinfer.server.translate_responses import responses_job
 
 router = APIRouter()
@@ -95,35 +95,51 @@ async def _events(state, req, job, resp_id, created):
     yield ev("response.in_progress", response=base)
     result = ChoiceResult(index=0)
     msg_id = new_id("msg_")
-    # Tool-capable output is buffered until it is known; reasoning goes out as an item at the end.
-    text_open = job.tool_mode == "none" and not (job.reasoning_aware and job.constraint is not None)
+    # Text streams as it comes (a tool-capable choice's through a gate that holds back what could
+    # start a call); reasoning before a constrained answer goes out as a whole item at the end.
+    live = not (job.reasoning_aware and job.constraint is not None)
+    gate = TextGate(call_format(job.tool_mode)) if job.tool_mode != "none" else None
     loc = {"item_id": msg_id, "output_index": 0, "content_index": 0}
-    if text_open:
-        yield ev("response.output_item.added", output_index=0,
-                 item={"type": "message", "id": msg_id, "status": "in_progress", "role": "assistant",
-                       "content": []})
-        yield ev("response.content_part.added", **loc,
-                 part={"type": "output_text", "text": "", "annotations": [], "logprobs": []})
+    opened = False
     try:
         async for d in state.runner.stream(job, resp_id):
             result.add(d)
             if d.finish_reason == "error":
                 raise APIError(500, f"generation failed: {d.error or 'unknown engine error'}")
-            if text_open and d.kind == "content" and (d.text or d.logprobs):
-                yield ev("response.output_text.delta", **loc, delta=d.text, logprobs=_logprobs(job, d.logprobs))
+            if not live or d.kind != "content":
+                continue
+            text = d.text if gate is None else gate.push(d.text)
+            if not (text or (gate is None and d.logprobs) or (gate is None and not opened)):
+                continue
+            if not opened:
+                opened = True
+                for e in _open_message(ev, msg_id, loc):
+                    yield e
+            if text or d.logprobs:
+                yield ev("response.output_text.delta", **loc, delta=text, logprobs=_logprobs(job, d.logprobs))
         items = output_items(job, result, msg_id)
     except APIError as exc:
         failed = response_object(req, resp_id, created, model, "failed", [], None, None)
         failed["error"] = {"code": "server_error", "message": exc.message}
         yield ev("response.failed", response=failed)
         return
+    rest = gate.finish(bool(result.tool_calls)) if gate is not None and opened else ""
+    if rest:
+        yield ev("response.output_text.delta", **loc, delta=rest, logprobs=[])
     for index, item in enumerate(items):
-        for e in _item_events(ev, item, index, live=text_open):
+        for e in _item_events(ev, item, index, live=opened and item["type"] == "message"):
             yield e
     usage = usage_of(job, [result])
     state.metrics.record_tokens(usage.prompt_tokens, usage.completion_tokens)
     final = response_object(req, resp_id, created, model, "completed", items, usage, result.finish_reason)
     yield ev("response.incomplete" if final["status"] == "incomplete" else "response.completed", response=final)
+
+
+def _open_message(ev, msg_id: str, loc: dict):
+    yield ev("response.output_item.added", output_index=0,
+             item={"type": "message", "id": msg_id, "status": "in_progress", "role": "assistant", "content": []})
+    yield ev("response.content_part.added", **loc,
+             part={"type": "output_text", "text": "", "annotations": [], "logprobs": []})
 
 
 def _item_events(ev, item: dict, index: int, live: bool):

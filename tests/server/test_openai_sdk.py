@@ -287,3 +287,17 @@ def test_auto_tools_stream_text_live_and_match_the_body(client):
         assert text == (choice.message.content or "") and mine[-1].finish_reason == choice.finish_reason
         if len(text) > 1:  # streamed as generated, not in one piece at the end
             assert sum(1 for c in mine if c.delta.content) > 1
+
+
+def test_responses_auto_tools_stream_text_live(client):
+    flat = {"type": "function", **WEATHER_TOOL["function"]}
+    kw = dict(model="tiny", input="Hi", tools=[flat], max_output_tokens=12, extra_body={"seed": 23})
+    body = client.responses.create(**kw)
+    events = list(client.responses.create(stream=True, **kw))
+    deltas = [e.delta for e in events if e.type == "response.output_text.delta"]
+    final = events[-1].response
+    assert "".join(deltas) == final.output_text == body.output_text
+    if len(final.output_text) > 1 and not any(o.type == "function_call" for o in final.output):
+        assert len([d for d in deltas if d]) > 1  # streamed as generated
+    kinds = [e.type for e in events]
+    assert kinds.count("response.output_item.added") == len(final.output)
