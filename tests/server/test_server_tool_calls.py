@@ -127,3 +127,19 @@ def test_text_gate_streams_text_but_never_a_call():
     gate = TextGate()
     out = [gate.push(p) for p in ["a <to", "y> b  ", "\n"]]
     assert "".join(out) + gate.finish(False) == "a <toy> b  \n" and out[0] == "a"
+
+
+@pytest.mark.parametrize("name, samples", [
+    ("arithmetic", ["1+2", "f(x, 2^3) - -4", "(1", "1 +", "x y"]),
+    ("json", ['{"a": [1, 2.5e3, "x\\\\"]}', '{"a": }', "[]", "nul"]),
+])
+def test_a_grammar_answer_keeps_its_language_when_composed(compiler, name, samples):
+    from deepinfer.constraints.grammar_library import load_library_grammar
+
+    text, syntax = load_library_grammar(name, "lark")
+    answer = ConstraintSpec("grammar", text, "ebnf", syntax=syntax)
+    composed = request_constraint([answer], [WEATHER], "auto", None, True, "compact")
+    verdicts = [accepts(compiler, answer, sample) for sample in samples]
+    assert any(verdicts) and not all(verdicts)
+    for sample, verdict in zip(samples, verdicts):
+        assert accepts(compiler, composed, sample) == verdict, sample
