@@ -110,6 +110,15 @@ class BlockManager:
                 self.cached[key] = block
                 self.block_hash[block], self.block_tokens[block] = key, tokens
 
+    def clear_cache(self) -> None:
+        """Forget every cached block no live sequence holds (benchmarks: a cold prefix cache)."""
+        while self.evictable:
+            block, _ = self.evictable.popitem(last=False)
+            if self.cached.get(self.block_hash[block]) == block:
+                del self.cached[self.block_hash[block]]
+            self.block_hash[block] = self.block_tokens[block] = None
+            self.never_used.append(block)
+
     # -- allocation ----------------------------------------------------------------------------
     def grow(self, table: BlockTable, num_tokens: int) -> bool:
         """Make `table` hold at least num_tokens slots; False (nothing taken) if blocks run out."""

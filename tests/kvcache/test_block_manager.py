@@ -79,3 +79,18 @@ def test_prefix_caching_off():
     bm.grow(t, 4)
     bm.commit(t, [1, 2, 3, 4], 4)
     assert bm.match_prefix([1, 2, 3, 4, 5]) == []
+
+
+def test_clear_cache_forgets_released_blocks_only():
+    bm = BlockManager(8, 4)
+    held, released = BlockTable(), BlockTable()
+    tokens = list(range(9))
+    for table in (held, released):
+        assert bm.grow(table, 9)
+    bm.commit(held, tokens, 9)
+    bm.commit(released, [t + 100 for t in tokens], 9)
+    bm.free(released)
+    bm.clear_cache()
+    assert len(bm.match_prefix(tokens + [99])) == 2          # still held: still cached
+    assert bm.match_prefix([t + 100 for t in tokens] + [99]) == []
+    assert bm.num_free_blocks == 8 - 3
