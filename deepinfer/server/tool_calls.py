@@ -85,7 +85,8 @@ def tool_call_constraint(tools: list[ToolDecl], *, forced: bool, named: str | No
         # A strict tool (or any forced call) fails closed on a keyword the compiler cannot
         # enforce; a non-strict tool called on the model's own initiative skips it (noted).
         args = comp.add(_lower_tool(tool, i, forced or tool.strict, whitespace), f"t{i}")
-        head = f'{fmt.prefix}{{"name": {json.dumps(tool.name)}, "arguments": '
+        gap = "" if whitespace == "compact" else " "  # the server's JSON whitespace mode
+        head = f'{fmt.prefix}{{"name":{gap}{json.dumps(tool.name)},{gap}"arguments":{gap}'
         calls.append(ir.seq(ir.literal(head), args, ir.literal("}" + fmt.suffix)))
     call = comp.rule("call", ir.alt(*calls))
     many = ir.seq(call, ir.repeat(ir.seq(ir.literal(fmt.separator), call))) if parallel else call

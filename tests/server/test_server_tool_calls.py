@@ -28,7 +28,7 @@ def compiler(tiny_model_dir):
 
 
 def call(name: str, args: dict) -> str:
-    return f'<tool_call>\n{{"name": "{name}", "arguments": {json.dumps(args, separators=(",", ":"))}}}\n</tool_call>'
+    return f'<tool_call>\n{{"name":"{name}","arguments":{json.dumps(args, separators=(",", ":"))}}}\n</tool_call>'
 
 
 def test_auto_is_free_text_or_calls_under_their_schemas(compiler):
@@ -45,7 +45,7 @@ def test_auto_is_free_text_or_calls_under_their_schemas(compiler):
 
 
 def bare(name: str, args: dict) -> str:
-    return f'{{"name": "{name}", "arguments": {json.dumps(args, separators=(",", ":"))}}}'
+    return f'{{"name":"{name}","arguments":{json.dumps(args, separators=(",", ":"))}}}'
 
 
 def test_parallel_false_allows_one_call(compiler):
