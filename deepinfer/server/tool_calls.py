@@ -186,15 +186,15 @@ def request_constraint(candidates: list[ConstraintSpec], tools: list[ToolDecl], 
 def resolve_tool_calls(job, result) -> None:
     """Parse a finished choice's calls out of its text (once); `result.text` keeps the text before them.
 
-    A choice cut off by max_tokens keeps the calls it completed (its finish reason
-    stays "length"); the cut-off call is dropped.
+    A choice cut off by max_tokens (or a stop sequence) keeps the calls it completed
+    (its finish reason stays); the cut-off call is dropped.
     """
     from deepinfer.server.errors import APIError
 
     if result.resolved or job.tool_mode == "none" or result.finish_reason not in ("stop", "length", None):
         return
     result.resolved = True
-    cut = result.finish_reason == "length"
+    cut = result.finish_reason == "length" or result.stop_sequence is not None  # ended mid-output
     parsed = parse_tool_calls(result.text, job.tools, call_format(job.tool_mode), partial=cut)
     if parsed is None:
         if job.tool_mode == "forced" and not cut:

@@ -82,6 +82,9 @@ def test_forced_parse_and_cut_off_calls():
     nothing = ChoiceResult(0, text='{"name": "get_ti', finish_reason="length")
     resolve_tool_calls(job, nothing)
     assert nothing.tool_calls == [] and nothing.text == '{"name": "get_ti'
+    stopped = ChoiceResult(0, text='{"name": "get_ti', finish_reason="stop", stop_sequence="me")
+    resolve_tool_calls(job, stopped)  # the client's stop sequence cut the call: text, not an error
+    assert stopped.tool_calls == [] and stopped.text == '{"name": "get_ti'
 
 
 def test_auto_with_response_format_is_that_answer_or_a_call(compiler):
