@@ -12,7 +12,7 @@ from deepinfer.server.errors import APIError
 from deepinfer.server.format_openai import new_id, raise_if_failed
 from deepinfer.server.job import ChoiceResult, Job, Usage
 from deepinfer.server.protocol.anthropic import MessagesRequest
-from deepinfer.server.state import admit, collect, get_state, parse_body, usage_of
+from deepinfer.server.state import admitted_job, collect, usage_of
 from deepinfer.server.tool_calls import TextGate, call_format, resolve_tool_calls
 from deepinfer.server.translate_anthropic import messages_job
 
@@ -55,10 +55,7 @@ def message_object(msg_id: str, model: str, content: list[dict], reason: str | N
 
 @router.post("/v1/messages")
 async def messages(request: Request):
-    state = get_state(request)
-    req = await parse_body(request, MessagesRequest)
-    job = messages_job(req, state.tokenizer, state.config)
-    await admit(state, job)
+    state, req, job = await admitted_job(request, MessagesRequest, messages_job)
     msg_id = new_id("msg_")
     if req.stream:
         return sse.response(_events(state, job, msg_id))

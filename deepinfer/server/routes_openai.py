@@ -20,7 +20,7 @@ from deepinfer.server import sse
 from deepinfer.server.errors import APIError
 from deepinfer.server.job import ChoiceResult, Delta, Job
 from deepinfer.server.protocol.openai import ChatCompletionRequest, CompletionRequest
-from deepinfer.server.state import ServerState, admit, collect, get_state, parse_body, usage_of
+from deepinfer.server.state import ServerState, admitted_job, collect, usage_of
 from deepinfer.server.translate_openai import chat_job, completion_job
 
 router = APIRouter()
@@ -112,10 +112,7 @@ async def completions(request: Request):
 
 
 async def _serve(request: Request, route: _Route):
-    state = get_state(request)
-    req = await parse_body(request, route.body_model)
-    job = route.make_job(req, state.tokenizer, state.config)
-    await admit(state, job)
+    state, req, job = await admitted_job(request, route.body_model, route.make_job)
     request_id = fmt.new_id(route.id_prefix)
     model = state.config.model_name
     if req.stream:

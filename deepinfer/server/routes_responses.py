@@ -13,7 +13,7 @@ from deepinfer.server.errors import APIError
 from deepinfer.server.format_openai import new_id, raise_if_failed, token_logprob_json
 from deepinfer.server.job import ChoiceResult, Job, TokenLogprob, Usage
 from deepinfer.server.protocol.responses import ResponsesRequest
-from deepinfer.server.state import admit, collect, get_state, parse_body, usage_of
+from deepinfer.server.state import admitted_job, collect, usage_of
 from deepinfer.server.tool_calls import TextGate, call_format, resolve_tool_calls
 from deepinfer.server.translate_responses import responses_job
 
@@ -67,10 +67,7 @@ def response_object(req: ResponsesRequest, resp_id: str, created: int, model: st
 
 @router.post("/v1/responses")
 async def responses(request: Request):
-    state = get_state(request)
-    req = await parse_body(request, ResponsesRequest)
-    job = responses_job(req, state.tokenizer, state.config)
-    await admit(state, job)
+    state, req, job = await admitted_job(request, ResponsesRequest, responses_job)
     resp_id, created, model = new_id("resp_"), int(time.time()), state.config.model_name
     if req.stream:
         return sse.response(_events(state, req, job, resp_id, created))

@@ -67,6 +67,15 @@ async def admit(state: ServerState, job: Job) -> None:
     state.runner.check(job)
 
 
+async def admitted_job(request: Request, body_model: type[BaseModel], make_job) -> tuple[ServerState, Any, Job]:
+    """(state, parsed body, admitted job) of a generation request; every refusal is a 4xx before any byte."""
+    state = get_state(request)
+    req = await parse_body(request, body_model)
+    job = make_job(req, state.tokenizer, state.config)
+    await admit(state, job)
+    return state, req, job
+
+
 def usage_of(job: Job, results: list[ChoiceResult]) -> Usage:
     return Usage(prompt_tokens=len(job.prompt_token_ids),
                  completion_tokens=sum(len(r.token_ids) for r in results),
