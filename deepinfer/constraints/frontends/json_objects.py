@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .json_schema import Lowerer
 
 MAX_SPLIT_PATTERNS = 3  # patternProperties split exactly into 2^n name regions
+MAX_SPLIT_STATES = 64  # ... when each pattern's automaton is this small
 MAX_COUNTED_OPTIONAL = 10  # min/maxProperties > 1 unroll 2^k paths over this many optional members
 
 
@@ -167,11 +168,19 @@ class _ObjectLowering:
         """Exact additional members: the names are split into the regions of the patterns'
         Venn diagram; a name matching exactly the patterns S takes allOf(S) (none: the
         additionalProperties schema). None when that cannot be computed."""
-        if len(self.pp) > MAX_SPLIT_PATTERNS:
-            return None
+        if len(self.pp) > MAX_SPLIT_PATTERNS or (len(self.pp) == 1 and addl_norm is False):
+            return None  # one pattern and nothing else: the plain lowering is exact already
         try:
             dfas = [dfa_ops.expr_dfa(parse_pattern(p, exact=True)) for p in self.pp]
+            if any(x is not None and x.num_states > MAX_SPLIT_STATES for x in dfas):
+                return None  # counting patterns ({1,255}): regions would be large expressions
             nodes = list(self.pp.values())
+            if addl_norm is False and all(dfa_ops.intersect(dfas[i], dfas[j]) is None
+                                          for i in range(len(dfas)) for j in range(i + 1, len(dfas))):
+                # disjoint patterns: each name region is one pattern's own language
+                return alt(*(self._additional_member(
+                    minus_words(parse_pattern(p), [n for n in self.names if _search(p, n)]), node,
+                    self.lw.normalize(node)) for p, node in self.pp.items()))
             parts = []
             for mask in range(1 << len(dfas)):
                 region = _ANY_TEXT()
