@@ -44,8 +44,9 @@ class ToolCallFormat:
 
 
 HERMES = ToolCallFormat(trigger="<tool_call>", prefix="<tool_call>\n", suffix="\n</tool_call>", separator="\n")
-# A forced call needs no opener to tell it from text: bare JSON objects, fewer tokens.
-BARE = ToolCallFormat(trigger="", prefix="", suffix="", separator="\n")
+# A forced call needs no opener to tell it from text: a bare JSON object (fewer tokens); several
+# calls (parallel) are a JSON array of them, which models close readily after the last call.
+BARE = ToolCallFormat(trigger="", prefix="", suffix="", separator=",")
 
 
 def call_format(tool_mode: str) -> ToolCallFormat:
@@ -89,7 +90,13 @@ def tool_call_constraint(tools: list[ToolDecl], *, forced: bool, named: str | No
         head = f'{fmt.prefix}{{"name":{gap}{json.dumps(tool.name)},{gap}"arguments":{gap}'
         calls.append(ir.seq(ir.literal(head), args, ir.literal("}" + fmt.suffix)))
     call = comp.rule("call", ir.alt(*calls))
-    many = ir.seq(call, ir.repeat(ir.seq(ir.literal(fmt.separator), call))) if parallel else call
+    if not parallel:
+        many = call
+    elif fmt.trigger:
+        many = ir.seq(call, ir.repeat(ir.seq(ir.literal(fmt.separator), call)))
+    else:
+        more = ir.repeat(ir.seq(ir.literal(fmt.separator), ir.optional(ir.literal(" ")), call))
+        many = ir.seq(ir.literal("["), call, more, ir.literal("]"))
     if forced:
         root = many
     elif answer is None:
@@ -119,6 +126,8 @@ def parse_tool_calls(text: str, tools: list[ToolDecl], fmt: ToolCallFormat = HER
     start = text.find(fmt.trigger) if fmt.trigger else len(text) - len(text.lstrip())
     if start < 0:
         return None
+    if not fmt.trigger and text.startswith("[", start):
+        return _parse_array(text, start, tools, partial)
     names = {t.name for t in tools}
     decoder = json.JSONDecoder()
     closer = fmt.suffix.strip()
@@ -141,6 +150,29 @@ def parse_tool_calls(text: str, tools: list[ToolDecl], fmt: ToolCallFormat = HER
         calls.append(call)
         pos = end
     return ParsedCalls(text[:start].rstrip(), calls) if calls else None
+
+
+def _parse_array(text: str, start: int, tools: list[ToolDecl], partial: bool) -> ParsedCalls | None:
+    """`[call, call, ...]` (forced parallel calls)."""
+    names = {t.name for t in tools}
+    decoder = json.JSONDecoder()
+    calls, pos = [], start + 1
+    while True:
+        try:
+            value, pos = decoder.raw_decode(text, _skip_space(text, pos))
+        except json.JSONDecodeError:
+            value = None
+        call = _call(value, names)
+        if call is None:
+            break
+        calls.append(call)
+        pos = _skip_space(text, pos)
+        if text.startswith("]", pos) and not text[pos + 1:].strip():
+            return ParsedCalls("", calls)
+        if not text.startswith(",", pos):
+            break
+        pos += 1
+    return ParsedCalls("", calls) if partial and calls else None
 
 
 def _skip_space(text: str, pos: int) -> int:

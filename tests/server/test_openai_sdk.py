@@ -233,7 +233,7 @@ def test_parallel_tool_calls_each_under_its_schema(client):
         choices += client.chat.completions.create(
             model="tiny", messages=[{"role": "user", "content": "Both?"}], tools=[WEATHER_TOOL, TIME_TOOL],
             tool_choice="required", max_tokens=200, seed=seed, n=4,
-            logit_bias={"201": 5}).choices  # favour "\n", the separator between calls, over ending
+            logit_bias={"14": 5}).choices  # favour ",", the separator between calls, over "]"
     # a call cut off by max_tokens is dropped; the complete ones before it are kept
     assert any(len(c.message.tool_calls or []) > 1 for c in choices)
     assert all(c.message.tool_calls for c in choices if c.finish_reason == "tool_calls")

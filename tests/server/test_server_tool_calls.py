@@ -54,11 +54,15 @@ def test_parallel_false_allows_one_call(compiler):
         assert accepts(compiler, spec, one) and not accepts(compiler, spec, one + "\n" + one)
 
 
-def test_forced_calls_are_bare_json_objects(compiler):
+def test_forced_calls_are_a_bare_object_or_an_array(compiler):
     spec = tool_call_constraint([WEATHER, TIME], forced=True, named=None, parallel=True, whitespace="compact")
     assert not accepts(compiler, spec, "free text") and not accepts(compiler, spec, "")
-    assert accepts(compiler, spec, bare("get_time", {"zone": "CET"}) + "\n" + bare("get_time", {"zone": "UTC"}))
+    cet, utc = bare("get_time", {"zone": "CET"}), bare("get_time", {"zone": "UTC"})
+    assert accepts(compiler, spec, f"[{cet}, {utc}]") and accepts(compiler, spec, f"[{cet}]")
+    assert not accepts(compiler, spec, cet + "\n" + utc) and not accepts(compiler, spec, "[]")
     assert not accepts(compiler, spec, call("get_time", {"zone": "CET"}))
+    single = tool_call_constraint([WEATHER, TIME], forced=True, named=None, parallel=False, whitespace="compact")
+    assert accepts(compiler, single, cet) and not accepts(compiler, single, f"[{cet}]")
     named = tool_call_constraint([WEATHER, TIME], forced=True, named="get_time", parallel=True, whitespace="compact")
     assert accepts(compiler, named, bare("get_time", {"zone": "CET"}))
     assert not accepts(compiler, named, bare("get_weather", {"city": "Oslo"}))
@@ -71,12 +75,14 @@ def test_forced_parse_and_cut_off_calls():
     from deepinfer.server.job import ChoiceResult, Job, Sampling
     from deepinfer.server.tool_calls import BARE
 
-    two = bare("get_time", {"zone": "CET"}) + "\n" + bare("get_weather", {"city": "Oslo"})
-    assert parse_tool_calls(two, [WEATHER, TIME], BARE).calls == [("get_time", {"zone": "CET"}),
-                                                                  ("get_weather", {"city": "Oslo"})]
+    two = "[" + bare("get_time", {"zone": "CET"}) + ", " + bare("get_weather", {"city": "Oslo"})
+    assert parse_tool_calls(two + "]", [WEATHER, TIME], BARE).calls == [("get_time", {"zone": "CET"}),
+                                                                        ("get_weather", {"city": "Oslo"})]
+    assert parse_tool_calls(bare("get_time", {"zone": "UTC"}), [TIME], BARE).calls == [("get_time", {"zone": "UTC"})]
+    assert parse_tool_calls(two, [WEATHER, TIME], BARE) is None  # unclosed: only with partial=True
     job = Job(prompt_token_ids=[1], prompt_text="", sampling=Sampling(max_tokens=5), tool_mode="forced",
               tools=[WEATHER, TIME])
-    cut = ChoiceResult(0, text=two + '\n{"name": "get_ti', finish_reason="length")
+    cut = ChoiceResult(0, text=two + ', {"name": "get_ti', finish_reason="length")
     resolve_tool_calls(job, cut)
     assert len(cut.tool_calls) == 2 and cut.text == ""
     nothing = ChoiceResult(0, text='{"name": "get_ti', finish_reason="length")
