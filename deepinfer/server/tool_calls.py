@@ -1,23 +1,25 @@
 """Tool calls: the constraint that generates them, and parsing them back out.
 
-The model writes calls in the Hermes/Qwen format that ChatML templates teach:
+With `tool_choice: auto` the model may answer or call; calls are written in
+the Hermes/Qwen format that ChatML templates teach:
 
     <tool_call>
     {"name": "get_weather", "arguments": {...}}
     </tool_call>
 
-(several calls separated by a newline when parallel calls are allowed). One
-grammar covers every `tool_choice`:
+(several, newline-separated, when parallel calls are allowed). The answer is
+free text that never contains the opener `<tool_call>` (optionally followed by
+calls), or, when the request also asks for structured output, that constraint.
 
-- forced (`required`, Anthropic `any`): one call, or one or more when parallel
-  calls are allowed; a named tool: exactly one call to it.
-- `auto`: either an answer, or calls. The answer is free text that never
-  contains the opener `<tool_call>` (optionally followed by calls), or, when
-  the request also asks for structured output, that constraint instead.
+A forced call (`required`, a named tool, Anthropic `any`/`tool`) needs no
+opener: one bare `{"name": ..., "arguments": ...}` object, or a JSON array of
+one or more of them when parallel calls are allowed; a named tool is called
+exactly once.
 
 Every call's `arguments` are generated under its tool's `parameters` schema,
-so whenever the model opens a call, what follows is a valid call. Knows
-nothing about HTTP; errors are `APIError`s naming the request field.
+so whenever the model opens a call, what follows is a valid call. The tool-call
+format of the model's own chat template is not detected: this one is used for
+every model. Knows nothing about HTTP; errors are `APIError`s naming the field.
 """
 
 from __future__ import annotations
