@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import httpx
+import pytest
 
 
 def post(server, path, body, **headers):
@@ -101,3 +102,19 @@ def test_models_via_sdk(server):
     import openai
     client = openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0)
     assert [m.id for m in client.models.list()] == ["tiny"]
+
+
+@pytest.mark.parametrize("method, path", [("POST", "/v1/chat/completions"), ("POST", "/v1/completions"),
+                                          ("POST", "/v1/responses"), ("POST", "/v1/messages"),
+                                          ("GET", "/v1/models"), ("GET", "/metrics")])
+def test_every_route_but_health_needs_the_key(keyed_server, method, path):
+    url = keyed_server.url + path
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"x-api-key": "wrong"}):
+        r = httpx.request(method, url, headers=headers, content=b"{not json", timeout=30)
+        assert r.status_code == 401, (path, headers, r.text)  # refused before the body is even read
+        shape = r.json()
+        assert (shape["error"]["type"] == "authentication_error"
+                if path != "/v1/messages" else shape["type"] == "error")
+    for headers in ({"Authorization": "Bearer sk-test"}, {"x-api-key": "sk-test"}):
+        r = httpx.request(method, url, headers=headers, content=b"{not json", timeout=30)
+        assert r.status_code in (200, 400), (path, headers, r.text)  # past auth: GETs answer, POSTs 400
