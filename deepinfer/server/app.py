@@ -100,11 +100,20 @@ def create_app(state: ServerState) -> FastAPI:
 
     secured = [Depends(require_api_key)]
 
+    def model_card(name: str) -> dict:
+        return {"id": name, "object": "model", "created": int(time.time()), "owned_by": "deepinfer"}
+
     @app.get("/v1/models", dependencies=secured)
     async def models(request: Request):
+        return {"object": "list", "data": [model_card(get_state(request).config.model_name)]}
+
+    @app.get("/v1/models/{model_id:path}", dependencies=secured)
+    async def model(model_id: str, request: Request):
         name = get_state(request).config.model_name
-        return {"object": "list", "data": [{"id": name, "object": "model", "created": int(time.time()),
-                                            "owned_by": "deepinfer"}]}
+        if model_id != name:
+            raise APIError(404, f"model '{model_id}' is not served here (this server serves '{name}')",
+                           param="model", code="model_not_found")
+        return model_card(name)
 
     @app.get("/metrics", dependencies=secured)
     async def metrics(request: Request):

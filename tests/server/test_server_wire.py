@@ -102,6 +102,9 @@ def test_models_via_sdk(server):
     import openai
     client = openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0)
     assert [m.id for m in client.models.list()] == ["tiny"]
+    assert client.models.retrieve("tiny").id == "tiny"
+    with pytest.raises(openai.NotFoundError, match="not served here"):
+        client.models.retrieve("gpt-9")
 
 
 @pytest.mark.parametrize("method, path", [("POST", "/v1/chat/completions"), ("POST", "/v1/completions"),
