@@ -152,3 +152,25 @@ def test_a_grammar_answer_keeps_its_language_when_composed(compiler, name, sampl
     assert any(verdicts) and not all(verdicts)
     for sample, verdict in zip(samples, verdicts):
         assert accepts(compiler, composed, sample) == verdict, sample
+
+
+def test_templates_that_drop_tools_get_them_in_the_system_message(tiny_model_dir):
+    from deepinfer.server.prompt import render_chat
+    from deepinfer.tokenizer import Tokenizer
+
+    class Plain:  # a template without tool support (like SmolLM2's)
+        def apply_chat_template(self, messages, add_generation_prompt=True, tools=None):
+            return "".join(f"<{m['role']}>{m['content']}" for m in messages) + "<assistant>"
+
+        def encode(self, text, add_special_tokens=False):
+            return list(text.encode())
+
+    text, _ = render_chat(Plain(), [{"role": "user", "content": "hi"}], [WEATHER])
+    assert text.startswith("<system>You can call these functions") and '"get_weather"' in text
+    assert "<tool_call>" in text and text.endswith("<user>hi<assistant>")
+    text, _ = render_chat(Plain(), [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}],
+                          [WEATHER])
+    assert text.startswith("<system>Be brief.\n\nYou can call") and text.count("<system>") == 1
+    tiny = Tokenizer.from_pretrained(tiny_model_dir)  # its template renders tools itself: left alone
+    text, _ = render_chat(tiny, [{"role": "user", "content": "hi"}], [WEATHER])
+    assert "You may call these tools" in text and "You can call these functions" not in text
