@@ -205,6 +205,12 @@ def request_constraint(candidates: list[ConstraintSpec], tools: list[ToolDecl], 
     from deepinfer.server.constraint_spec import single_constraint
     from deepinfer.server.validation import check_schema
 
+    if mode != "none":
+        names = [t.name for t in tools]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise bad_request(f"tool names must be unique, but '{twice[0]}' is declared {names.count(twice[0])} "
+                              "times (a call could not say which one it means)", param="tools")
     if mode == "forced":
         single_constraint(candidates + [ConstraintSpec("grammar", "", "tool_choice")])
         return tool_call_constraint(tools, forced=True, named=named, parallel=parallel, whitespace=whitespace)

@@ -174,3 +174,8 @@ def test_templates_that_drop_tools_get_them_in_the_system_message(tiny_model_dir
     tiny = Tokenizer.from_pretrained(tiny_model_dir)  # its template renders tools itself: left alone
     text, _ = render_chat(tiny, [{"role": "user", "content": "hi"}], [WEATHER])
     assert "You may call these tools" in text and "You can call these functions" not in text
+
+
+def test_duplicate_tool_names_are_a_400():
+    with pytest.raises(APIError, match="'get_weather' is declared 2 times"):
+        request_constraint([], [WEATHER, TIME, WEATHER], "auto", None, True, None)
