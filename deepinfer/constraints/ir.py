@@ -103,6 +103,7 @@ class Grammar:
     rules: dict[str, Expr]
     start: str = "start"
     annotations: list[str] = field(default_factory=list)
+    _refs: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.start not in self.rules:
@@ -114,8 +115,31 @@ class Grammar:
         return "\n".join(lines)
 
     def referenced_rules(self, name: str) -> set[str]:
-        """Names of the rules that rule `name` refers to directly."""
-        return {ref.name for ref in walk(self.rules[name]) if isinstance(ref, RuleRef)}
+        """Names of the rules that rule `name` refers to directly.
+
+        Memoized per rule body, and each shared sub-expression is visited once:
+        front ends reuse subtrees (the JSON value, string bodies), so walking the
+        body as a tree was quadratic and dominated small compiles."""
+        body = self.rules[name]
+        hit = self._refs.get(name)
+        if hit is not None and hit[0] is body:
+            return set(hit[1])
+        found: set[str] = set()
+        seen: set[int] = set()
+        stack = [body]
+        while stack:
+            node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            if isinstance(node, RuleRef):
+                found.add(node.name)
+            elif isinstance(node, (Seq, Alt)):
+                stack.extend(node.items)
+            elif isinstance(node, Repeat):
+                stack.append(node.item)
+        self._refs[name] = (body, frozenset(found))
+        return found
 
 
 def walk(expr: Expr):
@@ -123,6 +147,22 @@ def walk(expr: Expr):
     stack = [expr]
     while stack:
         node = stack.pop()
+        yield node
+        if isinstance(node, (Seq, Alt)):
+            stack.extend(reversed(node.items))
+        elif isinstance(node, Repeat):
+            stack.append(node.item)
+
+
+def walk_unique(expr: Expr):
+    """Like walk, but each shared sub-expression (same object) only once."""
+    seen: set[int] = set()
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
         yield node
         if isinstance(node, (Seq, Alt)):
             stack.extend(reversed(node.items))

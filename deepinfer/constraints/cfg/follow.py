@@ -43,8 +43,7 @@ def follow_first_bytes(bnf: Bnf, nullable: list[bool]) -> list[np.ndarray]:
     for index, lexeme in enumerate(bnf.lexemes):
         row = np.zeros(256, dtype=bool)
         for sym in follow_lex.get(-(index + 1), ()):
-            nxt = bnf.lexemes[lexeme_index(sym)]
-            row |= nxt.trans[nxt.start] >= 0
+            row |= bnf.lexemes[lexeme_index(sym)].first_bytes  # no DFA needed (lazy)
         out.append(row)
     return out
 

@@ -8,7 +8,7 @@ expression, the regular rules it refers to (transitively) and the DFA limits,
 so that triple is the key; entries are immutable (`Lexeme` tables are never
 written after construction), so sharing them between grammars is safe.
 
-Bounded by total DFA states (the int32 tables dominate memory), evicting
+Bounded by total NFA states (what unbuilt lexemes hold; DFAs are smaller), evicting
 least recently used entries. Knows nothing about tokens or parsing.
 """
 
@@ -19,7 +19,7 @@ from collections import OrderedDict
 
 from .. import ir
 
-MAX_STATES = 100_000   # total DFA states kept (1 KB of table each, plus visited rows)
+MAX_STATES = 100_000   # total NFA states of the lexemes kept (unbuilt ones hold their NFA)
 MAX_ENTRIES = 20_000
 
 _lock = threading.Lock()
@@ -32,7 +32,7 @@ def lexeme_key(expr: ir.Expr, regular_rules: dict[str, ir.Expr], limits) -> tupl
     names: set[str] = set()
     todo = [expr]
     while todo:
-        for node in ir.walk(todo.pop()):
+        for node in ir.walk_unique(todo.pop()):
             if isinstance(node, ir.RuleRef) and node.name not in names:
                 names.add(node.name)
                 body = regular_rules.get(node.name)
@@ -54,7 +54,7 @@ def get(key: tuple):
 
 def put(key: tuple, lexeme, nullable: bool) -> None:
     global _states
-    states = 0 if lexeme is None else int(lexeme.trans.shape[0])
+    states = 0 if lexeme is None else lexeme.size_hint  # NFA states: DFAs are built lazily
     with _lock:
         if key in _entries:
             return

@@ -12,42 +12,17 @@ Symbols: nonterminals are ints >= 0, lexeme i is the int -(i + 1).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-import numpy as np
 
 from .. import ir
-from ..dfa import Limits, determinize
+from ..dfa import Limits
 from ..errors import ConstraintError
 from ..nfa import build_nfa
 from . import lexeme_cache
+from .lexeme import EAGER_NFA_STATES, Lexeme, analyze
 
 START = 0  # the augmented start nonterminal S' -> start
-
-
-@dataclass
-class Lexeme:
-    """A non-empty regular language as a byte DFA (trans int32 [S, 256], -1 dead)."""
-
-    expr: ir.Expr
-    trans: np.ndarray
-    accepting: np.ndarray
-    start: int
-    digest: str
-    rows: list = field(default_factory=list, repr=False)  # Python rows, for byte steps
-
-    def __post_init__(self) -> None:
-        # Rows are converted on first visit, as tuples: most states of a big lexeme
-        # are never stepped through, and tuples of ints drop out of the cyclic GC
-        # (lists of 256 items each made every full collection walk millions of slots).
-        self.rows = [None] * len(self.trans)
-        self.accept_list = self.accepting.tolist()
-
-    def row(self, q: int) -> tuple:
-        got = self.rows[q]
-        if got is None:
-            got = self.rows[q] = tuple(self.trans[q].tolist())
-        return got
 
 
 @dataclass
@@ -264,7 +239,7 @@ class _Splitter:
         key = lexeme_cache.lexeme_key(expr, self.regular_rules, self.limits)
         cached = lexeme_cache.get(key)
         if cached is None:
-            cached = self.build_lexeme(expr)
+            cached = self.new_lexeme(expr)
             lexeme_cache.put(key, *cached)
         lexeme, nullable = cached
         index = None
@@ -276,23 +251,23 @@ class _Splitter:
         self.lexeme_ids[expr] = (index, nullable)
         return index, nullable
 
-    def build_lexeme(self, expr: ir.Expr) -> tuple[Lexeme | None, bool]:
-        """(expr minus ε as a Lexeme, or None if that is empty; expr nullable?)."""
+    def new_lexeme(self, expr: ir.Expr) -> tuple[Lexeme | None, bool]:
+        """(expr minus ε as a Lexeme, or None if that is empty; expr nullable?).
+        The NFA is built now (its size limit fails the compile); the DFA only for
+        big NFAs (so DFA limits fail the compile where they could be hit), else
+        on first use (lexeme.py)."""
         rules = dict(self.regular_rules)
         rules["__lexeme__"] = expr
-        dfa = determinize(build_nfa(ir.Grammar(rules, "__lexeme__"), self.limits.max_nfa_states),
-                          self.limits)
-        trans, accepting, start, digest = dfa.trans, dfa.accepting, 0, dfa.digest
-        nullable = bool(accepting.size and accepting[0])
-        if nullable:  # a fresh non-accepting start state with state 0's moves
-            trans = np.vstack([trans, trans[:1]])
-            accepting = np.append(accepting, False)
-            start, digest = len(trans) - 1, digest + "+"
-        if not (trans.size and (trans[start] >= 0).any()):
+        nfa = build_nfa(ir.Grammar(rules, "__lexeme__"), self.limits.max_nfa_states)
+        nullable, nonempty, first = analyze(nfa)
+        if not nonempty:
             return None, nullable
-        trans = np.ascontiguousarray(trans, dtype=np.int32)
-        trans.flags.writeable = False  # shared between grammars (lexeme_cache)
-        return Lexeme(expr, trans, accepting, start, digest), nullable
+        lexeme = Lexeme(expr, nfa, self.limits, first, nullable)
+        if lexeme.size_hint >= EAGER_NFA_STATES:
+            lexeme.build()
+            if lexeme.error:
+                raise ConstraintError(lexeme.error)
+        return lexeme, nullable
 
 
 def _prune_unproductive(productions, num_nt: int):
