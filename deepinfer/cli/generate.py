@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 
 DTYPES = ("float32", "bfloat16")
 
@@ -62,10 +63,16 @@ def run_constrained(args: argparse.Namespace, constraint: dict) -> int:
                                                add_generation_prompt=True)
     params = SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed,
                             **constraint)
+    before, start = dict(llm.engine.stats()), time.perf_counter()
     for text in llm.stream(prompt, params):
         sys.stdout.write(text)
         sys.stdout.flush()
     sys.stdout.write("\n")
+    if args.stats:  # the engine's own counters: this is its only request
+        after, seconds = llm.engine.stats(), time.perf_counter() - start
+        generated = after["generation_tokens"] - before["generation_tokens"]
+        print(f"prompt {after['prompt_tokens'] - before['prompt_tokens']} tokens, generated {generated} tokens "
+              f"(constrained); {seconds:.2f}s, {generated / max(seconds, 1e-9):.1f} tokens/s", file=sys.stderr)
     return 0
 
 

@@ -51,3 +51,11 @@ def test_bad_grammar_is_a_clear_error(model_dir, tmp_path, capsys):
     path.write_text('start: "a" nope\n')
     code, _, err = generate(capsys, "--model", str(model_dir), "--grammar", str(path))
     assert code == 2 and "undefined rule 'nope'" in err and "line 1" in err
+
+
+def test_stats_with_a_constraint(model_dir, capsys):
+    assert main(["generate", "x", "--model", str(model_dir), "--regex", "[0-9]{3}", "--stats"]) == 0
+    captured = capsys.readouterr()
+    assert re.fullmatch(r"[0-9]{3}", captured.out.strip())
+    found = re.search(r"generated (\d+) tokens \(constrained\)", captured.err)
+    assert found and 1 <= int(found.group(1)) <= 4, captured.err  # 3 digits (a token may hold several), + EOS
