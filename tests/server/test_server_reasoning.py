@@ -64,3 +64,18 @@ def test_responses_reasoning_item(thinking_server):
     final = events[-1].response
     assert events[-1].type == "response.completed"
     assert final.output_text == r.output_text and final.output[0].content[0].text == r.output[0].content[0].text
+
+
+def test_forced_tool_call_after_reasoning(thinking_server):
+    """Reasoning first, then the forced call under its schema (Anthropic: thinking + tool_use blocks)."""
+    import jsonschema
+
+    schema = {"type": "object", "properties": {"city": {"enum": ["Paris", "Oslo"]}}, "required": ["city"],
+              "additionalProperties": False}
+    client = anthropic.Anthropic(base_url=thinking_server.url, api_key="x", max_retries=0)
+    m = client.messages.create(model="tiny", max_tokens=1000, messages=[{"role": "user", "content": "hi"}],
+                               tools=[{"name": "get_weather", "input_schema": schema}],
+                               tool_choice={"type": "tool", "name": "get_weather"}, extra_body={"seed": 2})
+    assert m.stop_reason == "tool_use", m
+    assert [b.type for b in m.content] == ["thinking", "tool_use"] and m.content[0].thinking
+    jsonschema.validate(m.content[1].input, schema)
