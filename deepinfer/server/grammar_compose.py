@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from deepinfer.constraints import ir
-from deepinfer.constraints.errors import ConstraintError
 
 
 def rename(expr: ir.Expr, names: dict[str, str]) -> ir.Expr:
@@ -142,4 +141,4 @@ def _eliminate(states: list[str], edges: dict[tuple[str, str], ir.Expr]) -> ir.E
     return edges.get((start, final), ir.NOTHING)
 
 
-__all__ = ["Composer", "ConstraintError", "lower_json_schema", "lower_spec", "rename", "text_without"]
+__all__ = ["Composer", "lower_json_schema", "lower_spec", "rename", "text_without"]
