@@ -20,8 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..chains import chain, chain_parts, loop_bits
+from ..chains import chain, loop_bits, loop_cover
 from ..masks import pack_mask
+from .tails import SPLIT_MIN, root_walk
 from ..vocab import Vocabulary
 
 ROOT = 0
@@ -58,8 +59,16 @@ class ScanCache:
         self.entries = n
         self.loops: dict = {}
         self.char_loops: dict = {}   # chains.Loops per lexeme DFA
+        self.tails: dict = {}        # ((digest, follow id), state) -> tails.Tail
+        self._multi: np.ndarray | None = None
         self.follow_ids: dict[bytes, int] = {}
         self.follows: list[np.ndarray] = []
+
+    def multi_byte_positions(self) -> np.ndarray:
+        """Sorted positions of the tokens of two or more bytes."""
+        if self._multi is None:
+            self._multi = np.flatnonzero(self.vocab.sorted_lengths >= 2).astype(np.int64)
+        return self._multi
 
     def follow_id(self, follow: np.ndarray) -> int:
         """A small id for a bool [256] set of bytes that may follow a lexeme."""
@@ -77,7 +86,7 @@ class ScanCache:
         hit = self.runs.get(key)
         if hit is None:
             hit = self.runs[key] = self._compute(trans, accepting, state, scope_id,
-                                                 self.follows[follow_id])
+                                                 self.follows[follow_id], (digest, follow_id))
         return hit
 
     def _walk_uniform(self, flat, accepting, follow, idx, j, state, inside, hit_idx, hit_off):
@@ -175,15 +184,13 @@ class ScanCache:
         if ch is None:
             return idx, None
         inter, ends = ch
-        if accepting.take(ends[1:-1]).any():
-            return idx, None
-        cover, limit, _ = chain_parts(self.vocab, inter)
-        done = cover.covered.take(idx)
-        if limit is not None:
-            done &= self.vocab.sorted_nchars.take(idx) <= limit
+        if accepting.take(ends[1:-1]).any() or not (inter[1:] == inter[1]).all():
+            return idx, None  # (a non-uniform chain's cover is per state: tails do better)
+        cover = loop_cover(self.vocab, inter[1])  # uniform: one character set, cached
+        done = cover.covered.take(idx) & (self.vocab.sorted_nchars.take(idx) <= len(inter) - 1)
         return idx[~done], idx[done]
 
-    def _compute(self, trans, accepting, state, scope_id, follow) -> Run:
+    def _compute(self, trans, accepting, state, scope_id, follow, tail_key) -> Run:
         vocab = self.vocab
         scope = self.scopes[scope_id]
         mat, lengths, flat = vocab.sorted_bytes, vocab.sorted_lengths, trans.reshape(-1)
@@ -192,12 +199,14 @@ class ScanCache:
         hit_off: list[np.ndarray] = []
         if scope_id == ROOT:
             idx = first_byte_candidates(np.flatnonzero(trans[state] >= 0), vocab)
-            idx, covered = self._loop_shortcut(trans, accepting, state, follow, idx)
+            rest, covered = self._loop_shortcut(trans, accepting, state, follow, idx)
             if covered is None:
-                idx, covered = self._chain_shortcut(trans, accepting, state, idx)
-            if covered is not None:
+                rest, covered = self._chain_shortcut(trans, accepting, state, idx)
+            if covered is not None and rest.size < SPLIT_MIN:
                 inside.append(covered)
-            self._walk_uniform(flat, accepting, follow, idx, 0, state, inside, hit_idx, hit_off)
+                self._walk_uniform(flat, accepting, follow, rest, 0, state, inside, hit_idx, hit_off)
+            else:  # shared walks after the first byte (tails.py); exact on its own
+                root_walk(self, tail_key, trans, accepting, state, follow, idx, inside, hit_idx, hit_off)
         else:
             offsets = np.flatnonzero(np.bincount(scope.offsets))  # distinct, ascending
             if len(offsets) <= 4:  # few offsets: column-major walks, one per offset

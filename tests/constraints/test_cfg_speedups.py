@@ -1,0 +1,101 @@
+"""The context-free back end's speed-ups change no mask: shared tails and chain
+shortcuts in root scans (vs a plain walk), lazy lexeme DFAs (vs eager ones), and
+the lexeme cache across grammars. On the real DeepSeek-V4 vocabulary, where the
+tail thresholds are reached."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from deepinfer.constraints import ir
+from deepinfer.constraints.cfg import lexeme_cache
+from deepinfer.constraints.cfg.lexeme import Lexeme, analyze
+from deepinfer.constraints.cfg.scan import ROOT, ScanCache
+from deepinfer.constraints.dfa import Limits, determinize
+from deepinfer.constraints.frontends.regex import parse_regex
+from deepinfer.constraints.nfa import build_nfa
+
+# string-like lexemes: a key trie that is "any string but these names" (tails),
+# bounded strings (uniform counting chains), and a lexeme with inner boundaries
+PATTERNS = [
+    r'"([^"a]|a[^"b]|ab[^"c])[^"]*"',
+    r'"[^"\\]{0,12}"',
+    r'"[a-z]{2,40}"',
+    r'-?(0|[1-9][0-9]*)(\.[0-9]+)?',
+    r'(true|false|null)( ?, ?(true|false))*',
+    r'[a-z0-9 _]',          # a big byte group into an accepting state: crossings at offset 1
+    r'[^,\]}]{1,2}',
+]
+
+
+def _lexeme(pattern: str) -> Lexeme:
+    nfa = build_nfa(parse_regex(pattern))
+    nullable, nonempty, first = analyze(nfa)
+    assert nonempty
+    return Lexeme(ir.Literal(pattern), nfa, Limits(), first, nullable)
+
+
+def _entries(scans: ScanCache, run) -> tuple[set, set]:
+    if run.inside_row is not None:
+        bits = np.unpackbits(run.inside_row.view(np.uint8), bitorder="little")
+        inside = set(np.flatnonzero(bits).tolist())
+    else:
+        inside = set(run.inside_ids.tolist())
+    child = set()
+    if run.child is not None:
+        scope = scans.scopes[run.child]
+        child = set(zip(scope.positions.tolist(), scope.offsets.tolist()))
+    return inside, child
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_root_runs_equal_plain_walks(deepseek_vocab, monkeypatch, pattern):
+    lex = _lexeme(pattern)
+    follow = np.zeros(256, dtype=bool)
+    follow[[ord(","), ord("}"), ord(" "), ord("]")]] = True
+    fast = ScanCache(deepseek_vocab)
+    fid = fast.follow_id(follow)
+    got = {q: _entries(fast, fast.run(lex.digest, lex.trans, lex.accepting, q, ROOT, fid))
+           for q in range(len(lex.trans)) if (lex.trans[q] >= 0).any()}
+    from deepinfer.constraints.cfg import scan
+
+    monkeypatch.setattr(scan, "root_walk", lambda scans, key, trans, accepting, state, follow, idx,
+                        inside, hit_idx, hit_off: ScanCache._walk_uniform(
+                            scans, trans.reshape(-1), accepting, follow, idx, 0, state, inside, hit_idx, hit_off))
+    monkeypatch.setattr(ScanCache, "_chain_shortcut", lambda self, t, a, s, idx: (idx, None))
+    monkeypatch.setattr(ScanCache, "_loop_shortcut", lambda self, t, a, s, f, idx: (idx, None))
+    slow = ScanCache(deepseek_vocab)
+    fid = slow.follow_id(follow)
+    for q, entries in got.items():
+        want = _entries(slow, slow.run(lex.digest, lex.trans, lex.accepting, q, ROOT, fid))
+        assert entries == want, (pattern, q)
+    assert fast.tails or not pattern.startswith('"(['), "the trie pattern should use tails"
+
+
+def test_lazy_lexeme_equals_eager_dfa():
+    for pattern in PATTERNS:
+        lex = _lexeme(pattern)
+        assert "trans" not in lex.__dict__           # not built by construction
+        dfa = determinize(build_nfa(parse_regex(pattern)), Limits())
+        assert np.array_equal(lex.trans[:dfa.num_states], dfa.trans)
+        assert lex.first_bytes.tolist() == (dfa.trans[0] >= 0).tolist()
+        assert lex.row(lex.start) == tuple(lex.trans[lex.start].tolist())
+
+
+def test_analyze_nullable_and_empty():
+    assert analyze(build_nfa(parse_regex("a*")))[:2] == (True, True)
+    assert analyze(build_nfa(parse_regex("")))[:2] == (True, False)
+    assert analyze(build_nfa(parse_regex("ab")))[:2] == (False, True)
+    assert analyze(build_nfa(ir.NOTHING))[:2] == (False, False)
+
+
+def test_lexemes_shared_across_grammars(tiny_compiler):
+    lexeme_cache.clear()
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}}
+    one = tiny_compiler.compile_json_schema(schema)
+    two = tiny_compiler.compile_json_schema({**schema, "title": "other"})
+    if type(one.automaton).__name__ != "CfgAutomaton":
+        pytest.skip("schema went to the regular back end")
+    shared = {id(x) for x in one.automaton.lexemes} & {id(x) for x in two.automaton.lexemes}
+    assert shared
