@@ -15,13 +15,14 @@ position, never a Python loop over tokens. Knows nothing about parsing.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..chains import chain, loop_bits, loop_cover
-from ..masks import pack_mask
+from ..masks import _ranges, pack_mask
 from .tails import SPLIT_MIN, root_walk
 from ..vocab import Vocabulary
 
@@ -59,10 +60,21 @@ class ScanCache:
         self.entries = n
         self.loops: dict = {}
         self.char_loops: dict = {}   # chains.Loops per lexeme DFA
-        self.tails: dict = {}        # ((digest, follow id), state) -> tails.Tail
+        self.tails: dict = {}        # (state_digest, follow id) -> tails.Tail
+        self.state_digests: dict = {}  # (trans address, rows, state) -> (digest, trans kept alive)
         self._multi: np.ndarray | None = None
         self.follow_ids: dict[bytes, int] = {}
         self.follows: list[np.ndarray] = []
+
+    def state_digest(self, trans: np.ndarray, accepting: np.ndarray, state: int) -> str:
+        """A digest of the language read from `state`: its reachable sub-DFA,
+        renumbered breadth first (equal for equal sub-DFAs of any two lexemes;
+        lexeme DFAs are minimal, so equal languages give equal sub-DFAs)."""
+        key = (trans.ctypes.data, trans.shape[0], state)
+        hit = self.state_digests.get(key)
+        if hit is None:
+            hit = self.state_digests[key] = (sub_dfa_digest(trans, accepting, state), trans)
+        return hit[0]
 
     def multi_byte_positions(self) -> np.ndarray:
         """Sorted positions of the tokens of two or more bytes."""
@@ -198,7 +210,7 @@ class ScanCache:
         hit_idx: list[np.ndarray] = []
         hit_off: list[np.ndarray] = []
         if scope_id == ROOT:
-            idx = first_byte_candidates(np.flatnonzero(trans[state] >= 0), vocab)
+            idx = _candidates(trans, accepting, state, follow, vocab)
             rest, covered = self._loop_shortcut(trans, accepting, state, follow, idx)
             if covered is None:
                 rest, covered = self._chain_shortcut(trans, accepting, state, idx)
@@ -231,6 +243,37 @@ class ScanCache:
             row.flags.writeable = False
             return Run(row, np.zeros(0, np.int32), child)
         return Run(None, ids.astype(np.int32), child)  # may repeat: callers scatter
+
+
+def sub_dfa_digest(trans: np.ndarray, accepting: np.ndarray, state: int) -> str:
+    order, seen, i = [state], {state}, 0
+    while i < len(order):
+        for t in np.unique(trans[order[i]]).tolist():
+            if t >= 0 and t not in seen:
+                seen.add(t)
+                order.append(t)
+        i += 1
+    renum = np.full(trans.shape[0] + 1, -1, dtype=np.int32)       # index -1 -> -1
+    renum[np.array(order)] = np.arange(len(order), dtype=np.int32)
+    sub = renum[trans[order]]
+    data = sub.tobytes() + accepting[order].tobytes()
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def _candidates(trans, accepting, state: int, follow, vocab: Vocabulary) -> np.ndarray:
+    """Positions of the tokens whose first two bytes can be read from `state`: the
+    second byte inside the lexeme, or starting the next one (after an accepting
+    state, a byte of the follow set), ascending. Prunes key tries and literals
+    to a few hundred tokens before any walk."""
+    row0 = trans[state]
+    b0 = np.flatnonzero(row0 >= 0)
+    if not b0.size:
+        return np.zeros(0, dtype=np.int64)
+    q1 = row0.take(b0)
+    live = np.zeros((256, 257), dtype=bool)
+    live[b0, 0] = True
+    live[b0, 1:] = (trans[q1] >= 0) | (accepting.take(q1)[:, None] & follow[None, :])
+    return _ranges(np.flatnonzero(live.reshape(-1)), vocab)
 
 
 SIG_LEVELS = 3  # suffix signatures for offsets 0, 1, 2

@@ -5,8 +5,8 @@ first bytes lead to the same state q' (a string body: ~95 characters go to
 the same "any character" state from every node of a key trie, from a
 `not`-enum, from each position of a pattern), the walk from byte 1 on is the
 same for all those q: the *tail* of q', the run over every token of two or
-more bytes started at offset 1 in q', computed once per (DFA, q', follow set)
-and cached. A root run is then the tails of its big byte groups, filtered by
+more bytes started at offset 1 in q', computed once per (language read from q',
+follow set) and cached. A root run is then the tails of its big byte groups, filtered by
 first byte (one vectorized gather), plus an ordinary walk of the small groups.
 Exactly the entries an ordinary walk from q yields: a token is inside, or
 crosses a boundary at offset j, iff it does so reading bytes 1.. from q'.
@@ -43,7 +43,8 @@ def root_walk(scans, key, trans, accepting, state, follow, idx, inside, hit_idx,
     for q2 in np.unique(targets).tolist():
         sel = targets == q2
         size = int(counts[sel].sum())
-        if size >= SPLIT_BUILD or (size >= SPLIT_MIN and (key, q2) in scans.tails):
+        if size >= SPLIT_BUILD or (size >= SPLIT_MIN and
+                                   _tail_key(scans, key, trans, accepting, q2) in scans.tails):
             big.append((q2, ok[sel]))
     if not big:
         scans._walk_uniform(flat, accepting, follow, idx, 0, state, inside, hit_idx, hit_off)
@@ -72,8 +73,16 @@ def root_walk(scans, key, trans, accepting, state, follow, idx, inside, hit_idx,
             hit_off.append(tail.hit_off[keep])
 
 
+def _tail_key(scans, key, trans, accepting, q2: int) -> tuple:
+    """Tails are keyed by the language read from q2 (its canonical sub-DFA) and the
+    follow set, so equal states of different lexemes share one: the "any string
+    character" state behind every object's key trie, say."""
+    return (scans.state_digest(trans, accepting, q2), key[1])
+
+
 def _tail(scans, key, trans, accepting, q2: int, follow) -> Tail:
-    got = scans.tails.get((key, q2))
+    key = _tail_key(scans, key, trans, accepting, q2)
+    got = scans.tails.get(key)
     if got is None:
         vocab = scans.vocab
         multi = scans.multi_byte_positions()                          # tokens of >= 2 bytes
@@ -86,7 +95,7 @@ def _tail(scans, key, trans, accepting, q2: int, follow) -> Tail:
                 hit_idx.append(cand)
                 hit_off.append(np.ones(cand.size, dtype=np.int64))
         scans._walk_uniform(trans.reshape(-1), accepting, follow, multi, 1, q2, inside, hit_idx, hit_off)
-        got = scans.tails[(key, q2)] = Tail(
+        got = scans.tails[key] = Tail(
             np.concatenate(inside) if inside else np.zeros(0, np.int64),
             np.concatenate(hit_idx) if hit_idx else np.zeros(0, np.int64),
             np.concatenate(hit_off) if hit_off else np.zeros(0, np.int64))
