@@ -106,6 +106,7 @@ class Composition:
         return alt(*(e for e in (self.lw.lower(b) for b in branches) if e != ir.NOTHING)) or ir.NOTHING
 
     def _each(self, alts, step, node: Node) -> list:
+        self.lw.check_time(node.ptr)
         out = [x for a in alts if a is not False for x in step(a) if x is not False]
         if len(out) > MAX_ALTERNATIVES:
             raise self.lw.fail(node.ptr, f"composition expands to more than {MAX_ALTERNATIVES} alternatives")

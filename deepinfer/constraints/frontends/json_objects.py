@@ -254,6 +254,7 @@ class _ObjectLowering:
 
     @lru_cache(maxsize=None)
     def _memo(self, i: int, first: bool, count: int, bits: frozenset) -> Expr:
+        self.lw.check_time(self.ptr)
         if i == len(self.names):
             return self._tail(first, count, bits)
         name, member = self.names[i], self.members[i]

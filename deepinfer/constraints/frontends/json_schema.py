@@ -31,7 +31,8 @@ from .json_text import Whitespace, any_string, value_text
 from .json_numbers import NUMBER_TEXT
 
 SINGLE_DFA_MAX_NFA_STATES = 30_000
-LOWER_TIME_BUDGET_S = 8.0  # larger regular grammars go to the context-free back end
+LOWER_TIME_BUDGET_S = 8.0  # both lowerings (DFA attempt, then split for the context-free back end)
+FIRST_LOWERING_MAX_S = 5.0  # larger regular grammars go to the context-free back end
 _DEAD = "unproductive"  # a rule with no finite derivation: referencing it changes no language
 DEFAULT_ANY_DEPTH = None  # unconstrained values nest freely (recursive rule, context-free back end)
 _TYPE_KEYWORDS = {
@@ -67,10 +68,14 @@ def compile_json_schema(compiler, schema, **options):
 
 
 def _compile(compiler, schema, options, CompiledConstraint, is_recursive, build_nfa):
+    _warm_jsonschema()
     t0 = time.perf_counter()
-    options = {"unique_matcher": True, **options}
+    options = {"unique_matcher": True, "deadline": time.monotonic() + LOWER_TIME_BUDGET_S, **options}
     grammar = lower_json_schema(schema, **options)
     t1 = time.perf_counter()
+    if t1 - t0 > FIRST_LOWERING_MAX_S:
+        # back ends take several times as long as lowering on such grammars: fail now, not time out
+        raise ConstraintError(f"JSON Schema too complex: lowering alone took {t1 - t0:.1f} s")
     regular = not is_recursive(grammar)
     if regular:
         try:
@@ -101,9 +106,16 @@ def _compile(compiler, schema, options, CompiledConstraint, is_recursive, build_
     return CompiledConstraint("json_schema", grammar, automaton, compiler.vocab, stats)
 
 
+def _warm_jsonschema() -> None:
+    """Import jsonschema's format checkers (seconds, once per process) outside the lowering clock."""
+    import jsonschema
+
+    jsonschema.Draft202012Validator.FORMAT_CHECKER  # noqa: B018 - the import is the point
+
+
 def lower_json_schema(schema, *, whitespace: str = "default", strict: bool | list[str] = True,
                       any_depth: int | None = DEFAULT_ANY_DEPTH, split: bool = False,
-                      unique_matcher: bool = False) -> ir.Grammar:
+                      unique_matcher: bool = False, deadline: float | None = None) -> ir.Grammar:
     """Lower a JSON Schema (dict, JSON text or Pydantic model class) to an IR grammar.
 
     whitespace: "default" (json.dumps/pretty-printer whitespace, bounded runs), "compact"
@@ -114,9 +126,12 @@ def lower_json_schema(schema, *, whitespace: str = "default", strict: bool | lis
     in its own non-regular rule (same language), for the context-free back end.
     unique_matcher: `uniqueItems` over unbounded item sets is left to the matcher
     (the caller wraps the automaton, see `compile_json_schema`); the grammar then says so
-    in its annotations.
+    in its annotations. deadline: `time.monotonic()` value past which lowering fails
+    (default: LOWER_TIME_BUDGET_S from now).
     """
     lowerer = Lowerer(load_schema(schema), Whitespace(whitespace), strict, any_depth)
+    if deadline is not None:
+        lowerer.deadline = deadline
     lowerer.split = split
     lowerer.unique_matcher = unique_matcher
     limit = sys.getrecursionlimit()
@@ -169,6 +184,12 @@ class Lowerer:
         self.rules["start"] = body
         return ir.Grammar(self.rules, "start", list(dict.fromkeys(self.annotations)))
 
+    def check_time(self, ptr: str) -> None:
+        """Fail closed long before a caller's timeout (called wherever lowering loops)."""
+        if time.monotonic() > self.deadline:
+            raise ConstraintError(f"JSON Schema too complex: lowering took over {LOWER_TIME_BUDGET_S:g} s "
+                                  f"(at {ptr or '/'})")
+
     def fail(self, ptr: str, message: str) -> ConstraintError:
         return ConstraintError(f"JSON Schema {ptr or '/'}: {message}")
 
@@ -189,9 +210,7 @@ class Lowerer:
     # ------------------------------------------------------------- lowering
     def lower(self, node: Node, memo: bool = True) -> Expr:
         """The JSON text language of the values valid against `node`."""
-        if time.monotonic() > self.deadline:  # fail closed long before a caller's timeout
-            raise ConstraintError(f"JSON Schema too complex: lowering took over {LOWER_TIME_BUDGET_S:g} s "
-                                  f"(at {node.ptr or '/'})")
+        self.check_time(node.ptr)
         expr = self._lower(node, memo)
         if not self.split or expr == ir.NOTHING or isinstance(expr, (ir.Literal, ir.RuleRef, ir.CharClass)):
             return expr
@@ -271,6 +290,7 @@ class Lowerer:
         return self.lower_types(d, node)
 
     def lower_enum(self, d: dict, node: Node) -> Expr:
+        self.check_time(node.ptr)
         values = [v for v in d["enum"] if all(self.valid(v, src) for src in d["_sources"]) and _markers_allow(d, v)]
         unique = {canon(v): v for v in values}
         return alt(*(value_text(v, self.ws) for v in unique.values())) if unique else ir.NOTHING
