@@ -13,6 +13,7 @@ merged exactly raises MergeError naming the keyword. Knows nothing about IR.
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -224,6 +225,8 @@ def merge(a: dict | bool, b: dict | bool, where: Node) -> dict | bool:
             out[key] = {**mine, **{k: both(mine[k], v) if k in mine else v for k, v in value.items()}}
         elif key == "multipleOf" and _divides(mine, value):
             out[key] = max(mine, value)
+        elif key == "multipleOf" and _positive_ints(mine, value):
+            out[key] = math.lcm(mine, value)  # multiple of integers a and b <=> of lcm(a, b), exactly
         elif key == "pattern":  # both must match: the string lowering intersects them
             if value != mine:
                 out["_patterns"] = [p for p in dict.fromkeys(list(out.get("_patterns", [])) + [value])
@@ -241,6 +244,10 @@ def merge(a: dict | bool, b: dict | bool, where: Node) -> dict | bool:
 
 def both(x: Node, y: Node) -> Node:
     return synthetic({"allOf": [x, y]}, x)
+
+
+def _positive_ints(x, y) -> bool:
+    return all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (x, y))
 
 
 def _divides(x, y) -> bool:

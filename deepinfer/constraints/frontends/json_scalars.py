@@ -15,7 +15,8 @@ from deepinfer.constraints import dfa_ops, ir
 from deepinfer.constraints.ir import CharClass, Expr, alt, literal, optional, repeat, seq
 
 from .json_formats import format_expr
-from .json_numbers import INT_TEXT, NUMBER_TEXT, Bounds, RangeError, integer_bounds, int_range, integer_text, number_text
+from .json_numbers import (INT_TEXT, MAX_ENUMERATED, NUMBER_TEXT, Bounds, RangeError, int_range, integer_bounds,
+                           integer_text, multiples_window, number_text)
 from .json_length import bound_length
 from .json_pattern import PatternError, parse_pattern
 from .json_words import minus_words
@@ -159,6 +160,15 @@ def lower_number(lw: "Lowerer", d: dict, node: Node, integer: bool) -> Expr:
             return _fractional(lw, number_text(bounds), ptr)
         return number_text(bounds)
     except RangeError as exc:
+        if mult is not None and integer and not excluded:
+            try:
+                window = multiples_window(bounds, mult)
+            except RangeError:
+                window = None
+            if window is not None:
+                lw.note(f"{ptr or '/'}/multipleOf: {exc}; the {MAX_ENUMERATED // 2} multiples nearest the "
+                        f"bound are generated (sound, not exact)")
+                return window
         keyword = "multipleOf" if mult is not None else "minimum"
         lw.unsupported(f"{ptr}/{keyword}", keyword, str(exc))
         return integer_text(bounds) if integer else number_text(Bounds())

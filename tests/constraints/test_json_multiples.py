@@ -1,0 +1,30 @@
+"""multipleOf: lcm merging (exact) and the window of multiples for unbounded ranges (sound)."""
+
+import json
+import re
+
+import jsonschema
+import pytest
+
+from deepinfer.constraints.frontends.json_regex import grammar_to_regex
+from deepinfer.constraints.frontends.json_schema import lower_json_schema
+
+VALUES = [0, 11, 99, 110, 111, 121, 12, 24, 36, 48, 14, -7, -14, 7 * 2047, 11 * 3000, 1.5, "x"]
+
+
+@pytest.mark.parametrize("schema,exact", [
+    ({"allOf": [{"type": "integer", "multipleOf": 6}, {"multipleOf": 4}]}, False),
+    ({"allOf": [{"type": "integer", "multipleOf": 6, "minimum": 0, "maximum": 100}, {"multipleOf": 4}]}, True),
+    ({"type": "integer", "multipleOf": 11, "minimum": 100}, False),
+    ({"type": "number", "multipleOf": 7}, False),
+])
+def test_multiples(schema, exact):
+    grammar = lower_json_schema(schema, whitespace="compact", any_depth=1)
+    rx = re.compile(grammar_to_regex(grammar))
+    assert exact or any("multipleOf" in note for note in grammar.annotations)
+    for v in VALUES:
+        accepted = rx.fullmatch(json.dumps(v)) is not None
+        valid = jsonschema.Draft202012Validator(schema).is_valid(v)
+        assert not accepted or valid, v
+        if exact or abs(v if not isinstance(v, str) else 0) < 1000:
+            assert accepted == valid, v
