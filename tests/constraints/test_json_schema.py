@@ -138,7 +138,7 @@ def test_recursive_schema_becomes_rule_cycle():
     ({"type": "object", "properties": {"tags": {"type": "array", "uniqueItems": True}}},
      "/properties/tags/uniqueItems"),
     ({"type": "string", "pattern": "(a)\\1"}, "/pattern"),
-    ({"type": "integer", "multipleOf": 3}, "/multipleOf"),
+    ({"type": "number", "multipleOf": 0.1}, "/multipleOf"),
     ({"unevaluatedProperties": False}, "/unevaluatedProperties"),
     ({"type": "object", "minProperties": 2}, "/minProperties"),  # {"x": 1, "x": 2} has one property
     ({"type": "string", "not": {"format": "email"}}, "/not/format"),
