@@ -9,6 +9,7 @@ constraint on the JSON text), and the text of fixed JSON values (`const`,
 
 from __future__ import annotations
 
+import functools
 import json
 
 from deepinfer.constraints import ir
@@ -56,6 +57,10 @@ class Whitespace:
         return seq(self.ws, literal(bracket))
 
 
+# Memoized (a pure function of an immutable class): key tries of undeclared property
+# names complement one class per trie node, and the same classes recur in every schema
+# and in both lowerings of a recursive one; this was ~1/4 of a typical compile.
+@functools.lru_cache(maxsize=8192)
 def encode_codepoints(cls: CharClass) -> Expr:
     """The JSON string encodings of one decoded character from `cls`.
 
