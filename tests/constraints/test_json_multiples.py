@@ -28,3 +28,20 @@ def test_multiples(schema, exact):
         assert not accepted or valid, v
         if exact or abs(v if not isinstance(v, str) else 0) < 1000:
             assert accepted == valid, v
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "integer", "not": {"multipleOf": 3}},
+    {"type": "number", "minimum": 0, "not": {"multipleOf": 2}},
+    {"type": "number", "not": {"not": {"multipleOf": 5}}, "maximum": 100, "minimum": -100},
+    {"type": "integer", "multipleOf": 2, "not": {"multipleOf": 4}},
+    {"enum": [3, 4, 6, 7.5], "not": {"multipleOf": 3}},
+])
+def test_not_multiple_of(schema):
+    rx = re.compile(grammar_to_regex(lower_json_schema(schema, whitespace="compact", any_depth=1)))
+    for v in VALUES + [3, 4, 6, 7.5, -4, 2, 1, 0.5]:
+        accepted = rx.fullmatch(json.dumps(v)) is not None
+        valid = jsonschema.Draft202012Validator(schema).is_valid(v)
+        assert not accepted or valid, v
+        if isinstance(v, int) and abs(v) < 1000:
+            assert accepted == valid, v

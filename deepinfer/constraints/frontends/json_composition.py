@@ -257,6 +257,14 @@ class Composition:
                         b["_forbid"] = list(a.get("_forbid", [])) + [[other]]
                         out.append(b)
             return out
+        if key == "multipleOf":  # numbers that are not multiples (integers only: json_scalars)
+            a = _with_types(d, type_set(d) & _NUMERIC)
+            a["_not_multiple_of"] = list(d.get("_not_multiple_of", [])) + [value]
+            return [a]
+        if key == "_not_multiple_of":  # ¬(not a multiple of any) = a multiple of one of them
+            where = Node({}, ptr, "")
+            return [self.lw.merged(_with_types(d, type_set(d) & _NUMERIC), {"multipleOf": m, "_sources": []},
+                                   where) for m in value]
         if key == "_not_integer":  # ¬(number ⇒ not integral) = an integer
             return [_with_types(d, type_set(d) & {"integer", "number"} and {"integer"})]
         if key == "_patterns":

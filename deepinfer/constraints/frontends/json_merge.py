@@ -231,7 +231,8 @@ def merge(a: dict | bool, b: dict | bool, where: Node) -> dict | bool:
             if value != mine:
                 out["_patterns"] = [p for p in dict.fromkeys(list(out.get("_patterns", [])) + [value])
                                     if p != mine]
-        elif key in ("_sources", "_not_enum", "_forbid", "_oneOfs", "_conds", "_patterns", "_not_patterns"):
+        elif key in ("_sources", "_not_enum", "_forbid", "_oneOfs", "_conds", "_patterns", "_not_patterns",
+                     "_not_multiple_of"):
             out[key] = list(mine) + list(value)
         elif key in ("properties", "patternProperties", "prefixItems"):
             pass  # handled below with the per-member views

@@ -144,6 +144,20 @@ def integer_text(b: Bounds, multiple_of=None) -> Expr:
     return alt(*parts)
 
 
+def window_values(b: Bounds, step: int) -> list[int]:
+    """The MAX_ENUMERATED // 2 multiples of `step` within the bounds nearest the lower bound
+    (else the upper bound, else zero)."""
+    lo, hi = integer_bounds(b)
+    n = MAX_ENUMERATED // 2
+    if lo is not None:
+        first = -((-lo) // step) * step
+    elif hi is not None:
+        first = (hi // step) * step - step * (n - 1)
+    else:
+        first = -step * (n // 2)
+    return [v for v in range(first, first + step * n, step) if hi is None or v <= hi]
+
+
 def multiples_window(b: Bounds, multiple_of) -> Expr:
     """A sound subset of the integer multiples within the bounds: the MAX_ENUMERATED // 2
     nearest the lower bound (else the upper bound, else zero), for ranges `integer_text`
@@ -151,15 +165,7 @@ def multiples_window(b: Bounds, multiple_of) -> Expr:
     m = _integral(multiple_of)
     if m is None or m <= 0:
         raise RangeError(f"multipleOf {multiple_of!r} on integers is not a positive integer")
-    lo, hi = integer_bounds(b)
-    n = MAX_ENUMERATED // 2
-    if lo is not None:
-        first = -((-lo) // m) * m
-    elif hi is not None:
-        first = (hi // m) * m - m * (n - 1)
-    else:
-        first = -m * (n // 2)
-    values = [v for v in range(first, first + m * n, m) if hi is None or v <= hi]
+    values = window_values(b, m)
     return words(str(v) for v in values) if values else ir.NOTHING
 
 

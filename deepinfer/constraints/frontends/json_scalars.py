@@ -16,7 +16,7 @@ from deepinfer.constraints.ir import CharClass, Expr, alt, literal, optional, re
 
 from .json_formats import format_expr
 from .json_numbers import (INT_TEXT, MAX_ENUMERATED, NUMBER_TEXT, Bounds, RangeError, int_range, integer_bounds,
-                           integer_text, multiples_window, number_text)
+                           integer_text, multiples_window, number_text, window_values, words)
 from .json_length import bound_length
 from .json_pattern import PatternError, parse_pattern
 from .json_words import minus_words
@@ -142,6 +142,8 @@ def lower_number(lw: "Lowerer", d: dict, node: Node, integer: bool) -> Expr:
     bounds = _bounds(d)
     excluded = [v for v in d.get("_not_enum", []) if isinstance(v, (int, float)) and not isinstance(v, bool)]
     mult = d.get("multipleOf")
+    if d.get("_not_multiple_of"):
+        return _non_multiples(lw, d, bounds, mult, integer, excluded, ptr)
     if mult is not None and not integer:
         if isinstance(mult, (int, float)) and float(mult).is_integer() and mult > 0:
             integer = True  # a multiple of an integer: only integral numbers are generated
@@ -172,6 +174,25 @@ def lower_number(lw: "Lowerer", d: dict, node: Node, integer: bool) -> Expr:
         keyword = "multipleOf" if mult is not None else "minimum"
         lw.unsupported(f"{ptr}/{keyword}", keyword, str(exc))
         return integer_text(bounds) if integer else number_text(Bounds())
+
+
+def _non_multiples(lw: "Lowerer", d: dict, bounds: Bounds, mult, integer: bool, excluded, ptr: str) -> Expr:
+    """`not: {multipleOf: m}` (integer m): integers of a window that are not multiples, and for
+    numbers also the non-integers (never a multiple of an integer); sound, noted."""
+    ms = [m for m in d["_not_multiple_of"] if isinstance(m, int) and not isinstance(m, bool) and m > 0]
+    if len(ms) < len(d["_not_multiple_of"]):
+        lw.unsupported(f"{ptr}/not", "not", "the negation of a non-integer multipleOf")
+    step = mult if isinstance(mult, int) and not isinstance(mult, bool) and mult > 0 else 1
+    if mult is not None and step == 1 and mult != 1:
+        lw.unsupported(f"{ptr}/multipleOf", "multipleOf", f"multipleOf {mult!r} with a negated multipleOf")
+    skip = {v for v in excluded if float(v).is_integer()}
+    values = [v for v in window_values(bounds, step) if all(v % m for m in ms) and v not in skip]
+    lw.note(f"{ptr or '/'}: numbers that are not multiples are generated from a window of "
+            f"{MAX_ENUMERATED // 2} integers (and, for numbers, non-integers without exponent)")
+    parts = [words(str(v) for v in values)] if values and not d.get("_not_integer") else []
+    if not integer and mult is None and not excluded:
+        parts.append(_fractional(lw, number_text(bounds), ptr))
+    return alt(*parts) if parts else ir.NOTHING
 
 
 def _fractional(lw: "Lowerer", numbers: Expr, ptr: str) -> Expr:

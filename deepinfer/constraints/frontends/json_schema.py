@@ -376,6 +376,10 @@ def _markers_allow(d: dict, v) -> bool:
     if isinstance(v, (int, float)) and not isinstance(v, bool) and d.get("_not_integer"):
         if float(v).is_integer():
             return False
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        if any(float(v).is_integer() and int(v) % m == 0 for m in d.get("_not_multiple_of", [])
+               if isinstance(m, int) and m > 0):
+            return False
     if canon(v) in {canon(x) for x in d.get("_not_enum", [])}:
         return False
     if isinstance(v, dict) and any(all(n in v for n in group) for group in d.get("_forbid", [])):
