@@ -17,9 +17,12 @@ SCHEMAS = [
      "additionalProperties": {"type": "string"}},
     {"type": "object", "patternProperties": {"^c": {"type": "integer"}, "d$": {"type": ["integer", "string"]}}},
     {"type": "object", "patternProperties": {"^c": {"type": "integer"}, "d$": {"type": "string"}}},
+    {"type": "object", "allOf": [{"patternProperties": {"^c": {"type": "integer"}}},  # merged members
+                                 {"patternProperties": {"d$": {"minimum": 5}, "^c": {"maximum": 10}}}]},
 ]
 VALUES = [{}, {"a": "x"}, {"c_1": [1]}, {"u_1": {"x": 1}}, {"c_1": 1}, {"zz": "s"}, {"zz": 1},
-          {"a": "x", "c_": [], "u_": 3}, {"cd": 1}, {"c": 1}, {"d": "x"}, {"cd": "x"}, {"d": 1}, {"a": 1}]
+          {"a": "x", "c_": [], "u_": 3}, {"cd": 1}, {"c": 1}, {"d": "x"}, {"cd": "x"}, {"d": 1}, {"a": 1},
+          {"c": 30}, {"cd": 7}, {"xd": 7}]
 
 
 @pytest.mark.parametrize("schema", SCHEMAS, ids=[str(i) for i in range(len(SCHEMAS))])

@@ -280,10 +280,12 @@ def _merge_objects(out: dict, a: dict, b: dict, where: Node) -> None:
         out["properties"] = props
     pa, pb = a.get("patternProperties"), b.get("patternProperties")
     if pa and pb:
-        if set(pa) != set(pb) or a.get("additionalProperties") or b.get("additionalProperties"):
+        if a.get("additionalProperties") or b.get("additionalProperties"):
             raise MergeError(f"{where.ptr}/patternProperties",
                              "patternProperties in several allOf members cannot be merged exactly")
-        out["patternProperties"] = {p: both(pa[p], pb[p]) for p in pa}
+        # no additionalProperties on either side: a name takes every matching pattern of both
+        out["patternProperties"] = {p: both(pa[p], pb[p]) if p in pa and p in pb else pa.get(p) or pb[p]
+                                    for p in dict.fromkeys(list(pa) + list(pb))}
     elif pa or pb:
         mine, other = (pa, b) if pa else (pb, a)
         extra = other.get("additionalProperties")
