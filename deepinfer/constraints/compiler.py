@@ -10,8 +10,6 @@ Knows nothing about the engine.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import importlib
 import json
 import threading
@@ -24,6 +22,7 @@ from . import ir
 from .automaton import TokenAutomaton
 from .dfa import Limits, determinize
 from .errors import ConstraintError
+from .gcpause import gc_paused
 from .frontends.regex import lower_regex
 from .nfa import build_nfa
 from .regular import RegularAutomaton
@@ -89,7 +88,7 @@ class GrammarCompiler:
             if hit is not None:
                 self._cache.move_to_end(key)
                 return hit
-        with _gc_paused():
+        with gc_paused():
             compiled = build()
         with self._lock:
             self._cache[key] = compiled
@@ -157,37 +156,6 @@ class GrammarCompiler:
         """A regular grammar (or one IR expression) -> minimized byte DFA."""
         nfa = build_nfa(grammar_or_expr, self.limits.max_nfa_states)
         return determinize(nfa, self.limits)
-
-
-_gc_lock = threading.Lock()
-_gc_depth = 0
-
-
-@contextlib.contextmanager
-def _gc_paused():
-    """Pause the cyclic GC while compiling. Why: a compile allocates hundreds of
-    thousands of small containers (IR nodes, NFA edges, Earley tables); each
-    young-generation pass rescans the survivors, and the full passes they trigger
-    rescan every cache (0.3-1 s each on a big heap). Refcounting still frees the
-    garbage, which is acyclic; the collector resumes (and sees each survivor
-    once) when the last concurrent compile ends. Leaves the GC alone if the
-    application had disabled it."""
-    global _gc_depth
-    with _gc_lock:
-        if _gc_depth == 0 and not gc.isenabled():
-            owner = False
-        else:
-            owner = True
-            _gc_depth += 1
-            gc.disable()
-    try:
-        yield
-    finally:
-        if owner:
-            with _gc_lock:
-                _gc_depth -= 1
-                if _gc_depth == 0:
-                    gc.enable()
 
 
 def _front_end(module: str, what: str):

@@ -25,6 +25,7 @@ import numpy as np
 from .. import ir
 from ..dfa import Limits, determinize
 from ..errors import ConstraintError
+from ..gcpause import gc_paused
 from ..nfa import Nfa
 
 EAGER_NFA_STATES = 4000  # bigger NFAs are determinized at compile time (limits fail the compile)
@@ -55,7 +56,8 @@ class Lexeme:
             if "trans" in self.__dict__:
                 return
             try:
-                dfa = determinize(self._nfa, self._limits)
+                with gc_paused():  # runs inside a mask or advance step: no full GC pass there
+                    dfa = determinize(self._nfa, self._limits)
                 trans, accepting, start, digest = dfa.trans, dfa.accepting, 0, dfa.digest
             except ConstraintError as exc:  # too large after all: match nothing (sound)
                 self.error = str(exc)

@@ -1,0 +1,41 @@
+"""Pausing the cyclic garbage collector around bulk automaton construction.
+
+Why: a compile (or a lazily built lexeme DFA) allocates hundreds of thousands
+of small containers (IR nodes, NFA edges, subset-construction tables, Earley
+tables); each young-generation pass rescans the survivors, and the full passes
+they trigger rescan every cache in the process (0.3-1 s each on a big heap,
+landing inside whichever compile or mask step allocates at that moment).
+Refcounting still frees the garbage, which is acyclic; the collector resumes
+(and sees each survivor once) when the last concurrent build ends. Leaves the
+collector alone if the application had disabled it. Knows nothing else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import threading
+
+_gc_lock = threading.Lock()
+_gc_depth = 0
+
+
+@contextlib.contextmanager
+def gc_paused():
+    """Context manager: no cyclic collection inside (re-entrant, thread safe)."""
+    global _gc_depth
+    with _gc_lock:
+        if _gc_depth == 0 and not gc.isenabled():
+            owner = False
+        else:
+            owner = True
+            _gc_depth += 1
+            gc.disable()
+    try:
+        yield
+    finally:
+        if owner:
+            with _gc_lock:
+                _gc_depth -= 1
+                if _gc_depth == 0:
+                    gc.enable()
