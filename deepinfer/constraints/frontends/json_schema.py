@@ -30,9 +30,7 @@ from .json_refs import Node, RefError, Refs
 from .json_text import Whitespace, any_string, value_text
 from .json_numbers import NUMBER_TEXT
 
-SINGLE_DFA_MAX_NFA_STATES = 30_000  # larger regular grammars go to the context-free back end
 LOWER_TIME_BUDGET_S = 8.0  # both lowerings (DFA attempt, then split for the context-free back end)
-FIRST_LOWERING_MAX_S = 2.0  # the slowest passing MaskBench schemas lower in < 1 s
 _DEAD = "unproductive"  # a rule with no finite derivation: referencing it changes no language
 DEFAULT_ANY_DEPTH = None  # unconstrained values nest freely (recursive rule, context-free back end)
 _TYPE_KEYWORDS = {
@@ -44,73 +42,6 @@ _TYPE_KEYWORDS = {
               "uniqueItems"},
 }
 _UNSUPPORTED = {"$dynamicRef", "$recursiveRef", "unevaluatedProperties", "unevaluatedItems"}
-
-
-def compile_json_schema(compiler, schema, **options):
-    """GrammarCompiler's back-end choice for JSON Schema (called by compile_json_schema).
-
-    A regular grammar of moderate size becomes one DFA (fastest masks). A recursive or
-    large one goes to the context-free back end with every sub-schema in its own rule
-    (`split=True`), so that back end compiles many small lexeme DFAs (shared when equal,
-    e.g. forty `maxLength: 256` strings) instead of one huge automaton.
-    """
-    from deepinfer.constraints.compiler import CompiledConstraint, is_recursive
-    from deepinfer.constraints.nfa import build_nfa
-
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 20_000))  # back ends walk expression trees recursively
-    try:
-        return _compile(compiler, schema, options, CompiledConstraint, is_recursive, build_nfa)
-    except RecursionError:
-        raise ConstraintError("JSON Schema nests too deeply to compile") from None
-    finally:
-        sys.setrecursionlimit(limit)
-
-
-def _compile(compiler, schema, options, CompiledConstraint, is_recursive, build_nfa):
-    _warm_jsonschema()
-    t0 = time.perf_counter()
-    options = {"unique_matcher": True, "deadline": time.monotonic() + LOWER_TIME_BUDGET_S, **options}
-    grammar = lower_json_schema(schema, **options)
-    t1 = time.perf_counter()
-    if t1 - t0 > FIRST_LOWERING_MAX_S:
-        # back ends take several times as long as lowering on such grammars: fail now, not time out
-        raise ConstraintError(f"JSON Schema too complex: lowering alone took {t1 - t0:.1f} s")
-    regular = not is_recursive(grammar)
-    if regular:
-        try:
-            build_nfa(grammar, SINGLE_DFA_MAX_NFA_STATES)
-        except ConstraintError:
-            regular = False
-    automaton = None
-    if regular:
-        try:
-            automaton = compiler.build_automaton(grammar)
-        except ConstraintError as exc:  # one DFA is too large: many small ones may not be
-            if "too large" not in str(exc) and "too complex" not in str(exc):
-                raise
-            regular = False
-    if automaton is None:
-        automaton = compiler.build_automaton(lower_json_schema(schema, split=True, **options))
-    dfa = getattr(automaton, "dfa", None)
-    if any(note.startswith(json_arrays.UNIQUE_NOTE) for note in grammar.annotations):
-        from deepinfer.constraints.unique import UniqueItemsAutomaton
-
-        from .json_unique import UniquePolicy
-
-        automaton = UniqueItemsAutomaton(automaton, UniquePolicy(load_schema(schema)))
-    stats = {"lower_s": t1 - t0, "build_s": time.perf_counter() - t1,
-             "back_end": "dfa" if regular else "cfg"}
-    if dfa is not None:
-        stats["dfa_states"] = dfa.num_states
-    return CompiledConstraint("json_schema", grammar, automaton, compiler.vocab, stats)
-
-
-def _warm_jsonschema() -> None:
-    """Import jsonschema's format checkers (seconds, once per process) outside the lowering clock."""
-    import jsonschema
-
-    jsonschema.Draft202012Validator.FORMAT_CHECKER  # noqa: B018 - the import is the point
 
 
 def lower_json_schema(schema, *, whitespace: str = "default", strict: bool | list[str] = True,
@@ -402,3 +333,6 @@ def _node_key(node: Node):
 def _all_validation():
     from .json_merge import VALIDATION
     return VALIDATION
+
+
+from .json_compile import compile_json_schema  # noqa: E402,F401 - GrammarCompiler looks for it here

@@ -1,0 +1,90 @@
+"""JSON Schema -> CompiledConstraint: the back-end choice for the JSON Schema front end.
+
+Owns `compile_json_schema(compiler, schema, **options)` (GrammarCompiler calls it through
+json_schema): lower once and try one DFA for a regular grammar of moderate size; otherwise
+lower again with one rule per sub-schema for the context-free back end; wrap the automaton
+in `constraints.unique.UniqueItemsAutomaton` when `uniqueItems` is left to the matcher; and
+fail closed (ConstraintError) rather than run into a caller's timeout on schemas whose
+lowering alone is slow. Knows the IR and the compiler's public pieces, not tokens.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from deepinfer.constraints.errors import ConstraintError
+
+from . import json_arrays
+
+SINGLE_DFA_MAX_NFA_STATES = 30_000  # larger regular grammars go to the context-free back end
+FIRST_LOWERING_MAX_S = 2.0  # the slowest passing MaskBench schemas lower in < 1 s
+
+
+def compile_json_schema(compiler, schema, **options):
+    """GrammarCompiler's back-end choice for JSON Schema (called by compile_json_schema).
+
+    A regular grammar of moderate size becomes one DFA (fastest masks). A recursive or
+    large one goes to the context-free back end with every sub-schema in its own rule
+    (`split=True`), so that back end compiles many small lexeme DFAs (shared when equal,
+    e.g. forty `maxLength: 256` strings) instead of one huge automaton.
+    """
+    from deepinfer.constraints.compiler import CompiledConstraint, is_recursive
+    from deepinfer.constraints.nfa import build_nfa
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 20_000))  # back ends walk expression trees recursively
+    try:
+        return _compile(compiler, schema, options, CompiledConstraint, is_recursive, build_nfa)
+    except RecursionError:
+        raise ConstraintError("JSON Schema nests too deeply to compile") from None
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def _compile(compiler, schema, options, CompiledConstraint, is_recursive, build_nfa):
+    from .json_schema import LOWER_TIME_BUDGET_S, load_schema, lower_json_schema
+
+    _warm_jsonschema()
+    t0 = time.perf_counter()
+    options = {"unique_matcher": True, "deadline": time.monotonic() + LOWER_TIME_BUDGET_S, **options}
+    grammar = lower_json_schema(schema, **options)
+    t1 = time.perf_counter()
+    if t1 - t0 > FIRST_LOWERING_MAX_S:
+        # back ends take several times as long as lowering on such grammars: fail now, not time out
+        raise ConstraintError(f"JSON Schema too complex: lowering alone took {t1 - t0:.1f} s")
+    regular = not is_recursive(grammar)
+    if regular:
+        try:
+            build_nfa(grammar, SINGLE_DFA_MAX_NFA_STATES)
+        except ConstraintError:
+            regular = False
+    automaton = None
+    if regular:
+        try:
+            automaton = compiler.build_automaton(grammar)
+        except ConstraintError as exc:  # one DFA is too large: many small ones may not be
+            if "too large" not in str(exc) and "too complex" not in str(exc):
+                raise
+            regular = False
+    if automaton is None:
+        automaton = compiler.build_automaton(lower_json_schema(schema, split=True, **options))
+    dfa = getattr(automaton, "dfa", None)
+    if any(note.startswith(json_arrays.UNIQUE_NOTE) for note in grammar.annotations):
+        from deepinfer.constraints.unique import UniqueItemsAutomaton
+
+        from .json_unique import UniquePolicy
+
+        automaton = UniqueItemsAutomaton(automaton, UniquePolicy(load_schema(schema)))
+    stats = {"lower_s": t1 - t0, "build_s": time.perf_counter() - t1,
+             "back_end": "dfa" if regular else "cfg"}
+    if dfa is not None:
+        stats["dfa_states"] = dfa.num_states
+    return CompiledConstraint("json_schema", grammar, automaton, compiler.vocab, stats)
+
+
+def _warm_jsonschema() -> None:
+    """Import jsonschema's format checkers (seconds, once per process) outside the lowering clock."""
+    import jsonschema
+
+    jsonschema.Draft202012Validator.FORMAT_CHECKER  # noqa: B018 - the import is the point
