@@ -299,14 +299,3 @@ def _ascii_signatures(vocab: Vocabulary) -> tuple[np.ndarray, np.ndarray]:
         if j < SIG_LEVELS:
             out_sig[j], out_high[j] = sig, high
     return out_sig, out_high
-
-
-def first_byte_candidates(first_ok: np.ndarray, vocab: Vocabulary) -> np.ndarray:
-    """Positions (into vocab.sorted_*) of the tokens whose first byte is in `first_ok`."""
-    starts = vocab.first_byte_start[first_ok]
-    counts = vocab.first_byte_start[first_ok + 1] - starts
-    total = int(counts.sum())
-    if total == len(vocab.sorted_ids):
-        return np.arange(total, dtype=np.int64)
-    offsets = np.cumsum(counts) - counts
-    return np.repeat(starts - offsets, counts) + np.arange(total, dtype=np.int64)
