@@ -99,3 +99,19 @@ def test_lexemes_shared_across_grammars(tiny_compiler):
         pytest.skip("schema went to the regular back end")
     shared = {id(x) for x in one.automaton.lexemes} & {id(x) for x in two.automaton.lexemes}
     assert shared
+
+
+def test_lexeme_split_fails_closed_after_its_time_budget():
+    """A grammar whose split into lexemes outlasts Limits.time_budget_s is a ConstraintError
+    (bounded compile time), not a compile that runs into the caller's timeout."""
+    from deepinfer.constraints import ConstraintError
+    from deepinfer.constraints import ir as _ir
+    from deepinfer.constraints.cfg.lexemes import split_grammar
+    from deepinfer.constraints.dfa import Limits
+    from deepinfer.constraints.frontends.ebnf import lower_grammar
+
+    grammar = lower_grammar('start: "(" start ")" | "a" | "b"', "lark", None, None)
+    assert isinstance(grammar, _ir.Grammar)
+    split_grammar(grammar, Limits())  # within budget: fine
+    with pytest.raises(ConstraintError, match="too complex"):
+        split_grammar(grammar, Limits(time_budget_s=-1.0))

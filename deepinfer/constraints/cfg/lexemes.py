@@ -12,6 +12,8 @@ Symbols: nonterminals are ints >= 0, lexeme i is the int -(i + 1).
 
 from __future__ import annotations
 
+import time
+
 from dataclasses import dataclass
 
 
@@ -108,6 +110,7 @@ class _Splitter:
         self.helper_ids: dict[tuple, int] = {}
         self.regular_memo: dict[int, bool] = {}
         self.keep_alive: list[ir.Expr] = []
+        self.deadline = time.monotonic() + limits.time_budget_s
 
     def run(self) -> Bnf:
         start = self.grammar.start
@@ -236,6 +239,9 @@ class _Splitter:
         """(lexeme index of expr minus ε or None if that is empty, expr nullable?)."""
         if expr in self.lexeme_ids:
             return self.lexeme_ids[expr]
+        if time.monotonic() > self.deadline:  # fail closed in bounded time, never hang a caller
+            raise ConstraintError(f"grammar too complex: splitting it into lexical pieces took more than "
+                                  f"{self.limits.time_budget_s:g} s ({len(self.lexemes)} pieces so far)")
         key = lexeme_cache.lexeme_key(expr, self.regular_rules, self.limits)
         cached = lexeme_cache.get(key)
         if cached is None:
