@@ -65,54 +65,46 @@ def _rest_of_repeat(item: Expr, lo: int, hi: int | None) -> Expr:
 
 def derivative(e: Expr, ch: str) -> Expr:
     """{w : ch + w in L(e)}."""
-    match e:
-        case ir.Literal(text):
-            return ir.literal(text[1:]) if text[:1] == ch else ir.NOTHING
-        case CharClass():
-            return ir.EMPTY if e.contains(ord(ch)) else ir.NOTHING
-        case ir.Seq(items):
-            if not items:
-                return ir.NOTHING
-            head, rest = items[0], seq(*items[1:])
-            parts = [seq(derivative(head, ch), rest)]
-            if nullable(head):
-                parts.append(derivative(rest, ch))
-            return alt(*(p for p in parts if p != ir.NOTHING)) if any(p != ir.NOTHING for p in parts) \
-                else ir.NOTHING
-        case ir.Alt(items):
-            parts = [p for p in (derivative(i, ch) for i in items) if p != ir.NOTHING]
-            return alt(*parts) if parts else ir.NOTHING
-        case ir.Repeat(item, lo, hi):
-            if hi == 0:
-                return ir.NOTHING
-            return seq(derivative(item, ch), _rest_of_repeat(item, lo, hi))
-    raise PatternError(f"cannot analyse {e!r}")
+    def leaf(atom: Expr) -> Expr:
+        if isinstance(atom, ir.Literal):
+            return ir.literal(atom.text[1:]) if atom.text[:1] == ch else ir.NOTHING
+        return ir.EMPTY if atom.contains(ord(ch)) else ir.NOTHING
+    return _first_step(e, leaf)
 
 
 def restrict_first(e: Expr, excluded: CharClass) -> Expr:
     """The non-empty strings of L(e) whose first character is not in `excluded`."""
+    keep = CharClass.of(excluded.ranges, negated=True)
+
+    def leaf(atom: Expr) -> Expr:
+        if isinstance(atom, ir.Literal):
+            return atom if atom.text and not excluded.contains(ord(atom.text[0])) else ir.NOTHING
+        allowed = CharClass.of([(max(lo, x), min(hi, y)) for lo, hi in atom.ranges for x, y in keep.ranges
+                                if max(lo, x) <= min(hi, y)])
+        return ir.NOTHING if allowed.is_empty() else allowed
+    return _first_step(e, leaf)
+
+
+def _first_step(e: Expr, leaf) -> Expr:
+    """The walk shared by derivative and restrict_first: `leaf` rewrites each literal or
+    class that can be read first, and whatever follows it is kept."""
     match e:
-        case ir.Literal(text):
-            return e if text and not excluded.contains(ord(text[0])) else ir.NOTHING
-        case CharClass():
-            keep = CharClass.of(excluded.ranges, negated=True)
-            allowed = CharClass.of([(max(lo, x), min(hi, y)) for lo, hi in e.ranges for x, y in keep.ranges
-                                    if max(lo, x) <= min(hi, y)])
-            return ir.NOTHING if allowed.is_empty() else allowed
+        case ir.Literal() | CharClass():
+            return leaf(e)
         case ir.Seq(items):
             if not items:
                 return ir.NOTHING
             head, rest = items[0], seq(*items[1:])
-            parts = [seq(restrict_first(head, excluded), rest)]
+            parts = [seq(_first_step(head, leaf), rest)]
             if nullable(head):
-                parts.append(restrict_first(rest, excluded))
-            parts = [p for p in parts if p != ir.NOTHING]
-            return alt(*parts) if parts else ir.NOTHING
+                parts.append(_first_step(rest, leaf))
         case ir.Alt(items):
-            parts = [p for p in (restrict_first(i, excluded) for i in items) if p != ir.NOTHING]
-            return alt(*parts) if parts else ir.NOTHING
+            parts = [_first_step(i, leaf) for i in items]
         case ir.Repeat(item, lo, hi):
             if hi == 0:
                 return ir.NOTHING
-            return seq(restrict_first(item, excluded), _rest_of_repeat(item, lo, hi))
-    raise PatternError(f"cannot analyse {e!r}")
+            return seq(_first_step(item, leaf), _rest_of_repeat(item, lo, hi))
+        case _:
+            raise PatternError(f"cannot analyse {e!r}")
+    parts = [p for p in parts if p != ir.NOTHING]
+    return alt(*parts) if parts else ir.NOTHING
