@@ -18,19 +18,47 @@ SURROGATES = (0xD800, 0xDFFF)  # not encodable in UTF-8, never part of a class
 
 
 class Expr:
-    """Base class of IR expressions (immutable, hashable)."""
+    """Base class of IR expressions (immutable, hashable).
+
+    Each node computes its hash once, at construction, from its children's
+    cached hashes (`_h`). Why: front ends share subtrees and compare or hash
+    whole expressions (alternative dedup, lexeme cache keys); the dataclass
+    default re-hashed and compared trees recursively on every call, which was a
+    large part of a JSON Schema compile. Equality checks identity, then the
+    cached hashes, and only then the fields.
+    """
 
     __slots__ = ()
 
+    def __hash__(self) -> int:
+        return self._h
 
-@dataclass(frozen=True, slots=True)
+    def __eq__(self, other) -> bool:
+        if self is other:
+            return True
+        if other.__class__ is not self.__class__:
+            return NotImplemented if not isinstance(other, Expr) else False
+        return self._h == other._h and self._values() == other._values()
+
+    def __reduce__(self):  # rebuild (and re-hash) in the receiving process
+        return (self.__class__, self._values())
+
+
+@dataclass(frozen=True, slots=True, eq=False)
 class Literal(Expr):
     """An exact Unicode string ('' is the empty string)."""
 
     text: str
+    _h: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_h", hash(('Literal', self.text)))
+
+    def _values(self) -> tuple:
+        return (self.text,)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class CharClass(Expr):
     """One character from a union of inclusive code point ranges.
 
@@ -39,6 +67,13 @@ class CharClass(Expr):
     """
 
     ranges: tuple[tuple[int, int], ...]
+    _h: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_h", hash(('CharClass', self.ranges)))
+
+    def _values(self) -> tuple:
+        return (self.ranges,)
 
     @staticmethod
     def of(ranges, negated: bool = False) -> "CharClass":
@@ -58,34 +93,62 @@ class CharClass(Expr):
         return any(lo <= codepoint <= hi for lo, hi in self.ranges)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Seq(Expr):
     """Concatenation; `Seq(())` is the empty string."""
 
     items: tuple[Expr, ...]
+    _h: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_h", hash(('Seq', self.items)))
+
+    def _values(self) -> tuple:
+        return (self.items,)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Alt(Expr):
     """Alternation; `Alt(())` is the empty language (matches nothing)."""
 
     items: tuple[Expr, ...]
+    _h: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_h", hash(('Alt', self.items)))
+
+    def _values(self) -> tuple:
+        return (self.items,)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Repeat(Expr):
     """`item` repeated between `min` and `max` times (`max=None`: unbounded)."""
 
     item: Expr
     min: int = 0
     max: int | None = None
+    _h: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_h", hash(('Repeat', self.item, self.min, self.max)))
+
+    def _values(self) -> tuple:
+        return (self.item, self.min, self.max)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class RuleRef(Expr):
     """A reference to another rule of the same grammar, by name."""
 
     name: str
+    _h: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_h", hash(('RuleRef', self.name)))
+
+    def _values(self) -> tuple:
+        return (self.name,)
 
 
 EMPTY = Seq(())
@@ -187,13 +250,15 @@ def seq(*items: Expr) -> Expr:
 
 
 def alt(*items: Expr) -> Expr:
-    flat: list[Expr] = []
+    flat: dict[Expr, None] = {}  # ordered set: dedup by cached hash, not pairwise ==
     for item in items:
-        parts = item.items if isinstance(item, Alt) else (item,)
-        for part in parts:
-            if part not in flat:
-                flat.append(part)
-    return flat[0] if len(flat) == 1 else Alt(tuple(flat))
+        if isinstance(item, Alt):
+            flat.update(dict.fromkeys(item.items))
+        else:
+            flat[item] = None
+    if len(flat) == 1:
+        return next(iter(flat))
+    return Alt(tuple(flat))
 
 
 def repeat(item: Expr, min: int = 0, max: int | None = None) -> Expr:
