@@ -1,8 +1,8 @@
 """JSON Schema -> CompiledConstraint: the back-end choice for the JSON Schema front end.
 
 Owns `compile_json_schema(compiler, schema, **options)` (GrammarCompiler calls it through
-json_schema): lower once and try one DFA for a regular grammar of moderate size; otherwise
-lower again with one rule per sub-schema for the context-free back end; wrap the automaton
+json_schema): lower once with one rule per sub-schema, try one DFA for a regular grammar of
+moderate size, otherwise give the split grammar to the context-free back end; wrap the automaton
 in `constraints.unique.UniqueItemsAutomaton` when `uniqueItems` is left to the matcher; and
 fail closed (ConstraintError) rather than run into a caller's timeout on schemas whose
 lowering alone is slow. Knows the IR and the compiler's public pieces, not tokens.
@@ -43,12 +43,15 @@ def compile_json_schema(compiler, schema, **options):
 
 
 def _compile(compiler, schema, options, CompiledConstraint, is_recursive, build_nfa):
-    from .json_schema import LOWER_TIME_BUDGET_S, load_schema, lower_json_schema
+    from .json_schema import LOWER_TIME_BUDGET_S, load_schema, lower_json_schema, unsplit
 
     _warm_jsonschema()
     t0 = time.perf_counter()
     options = {"unique_matcher": True, "deadline": time.monotonic() + LOWER_TIME_BUDGET_S, **options}
-    grammar = lower_json_schema(schema, **options)
+    # lowered once, split: the context-free back end takes it as it is, the DFA path without
+    # its dead alternatives (most schemas are recursive through additionalProperties' values)
+    split = lower_json_schema(schema, split=True, **options)
+    grammar = unsplit(split)
     t1 = time.perf_counter()
     if t1 - t0 > FIRST_LOWERING_MAX_S:
         # back ends take several times as long as lowering on such grammars: fail now, not time out
@@ -68,7 +71,7 @@ def _compile(compiler, schema, options, CompiledConstraint, is_recursive, build_
                 raise
             regular = False
     if automaton is None:
-        automaton = compiler.build_automaton(lower_json_schema(schema, split=True, **options))
+        automaton = compiler.build_automaton(split)
     dfa = getattr(automaton, "dfa", None)
     if any(note.startswith(json_arrays.UNIQUE_NOTE) for note in grammar.annotations):
         from deepinfer.constraints.unique import UniqueItemsAutomaton

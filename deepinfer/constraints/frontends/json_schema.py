@@ -75,6 +75,21 @@ def lower_json_schema(schema, *, whitespace: str = "default", strict: bool | lis
         sys.setrecursionlimit(limit)
 
 
+def unsplit(grammar: ir.Grammar) -> ir.Grammar:
+    """A `split=True` grammar without its dead alternatives: the same language, and as
+    regular as the plain lowering (sub-schemas stay separate rules, which build_nfa
+    inlines). Why: a recursive schema used to be lowered twice (plain, then split)."""
+    dead = ir.RuleRef(_DEAD)
+    rules = {}
+    for name, body in grammar.rules.items():
+        if name == _DEAD:
+            continue
+        if isinstance(body, ir.Alt) and dead in body.items:
+            body = alt(*(item for item in body.items if item != dead)) if len(body.items) > 1 else ir.NOTHING
+        rules[name] = body
+    return ir.Grammar(rules, grammar.start, list(grammar.annotations))
+
+
 def load_schema(schema) -> Any:
     if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
         return schema.model_json_schema()
