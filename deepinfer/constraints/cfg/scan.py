@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..chains import chain, loop_bits, loop_cover
 from ..masks import _ranges, pack_mask
+from .chain_runs import chain_split
 from .tails import SPLIT_MIN, root_walk
 from ..vocab import Vocabulary
 
@@ -60,6 +60,7 @@ class ScanCache:
         self.entries = n
         self.loops: dict = {}
         self.char_loops: dict = {}   # chains.Loops per lexeme DFA
+        self.chain_rows: dict = {}   # (character set, max characters) -> packed row
         self.tails: dict = {}        # (state_digest, follow id) -> tails.Tail
         self.state_digests: dict = {}  # (trans address, rows, state) -> (digest, trans kept alive)
         self._multi: np.ndarray | None = None
@@ -180,28 +181,6 @@ class ScanCache:
         stays = ~self.non_ascii[0][idx] & ((sig[:, 0] & ~bits[0]) == 0) & ((sig[:, 1] & ~bits[1]) == 0)
         return idx[~stays], idx[stays]
 
-    def _chain_shortcut(self, trans, accepting, state, idx):
-        """Split off the tokens that follow a counting chain from `state` (bounded
-        repetition such as a string body with maxLength; chains.py): they stay
-        inside the lexeme. Only when no state the chain passes *between* characters
-        is accepting, so such a token can never cross a lexeme boundary (accepting
-        states lie on character boundaries: the IR is over Unicode text).
-        Why: each chain state is a new run, and walking the whole vocabulary for
-        each cost ~30 ms; the covered tokens come from a per-vocabulary cache."""
-        key = (trans.ctypes.data, trans.shape[0])
-        hit = self.char_loops.get(key)
-        if hit is None:
-            hit = self.char_loops[key] = (loop_bits(trans), trans)  # keep trans alive
-        ch = chain(hit[0], state)
-        if ch is None:
-            return idx, None
-        inter, ends = ch
-        if accepting.take(ends[1:-1]).any() or not (inter[1:] == inter[1]).all():
-            return idx, None  # (a non-uniform chain's cover is per state: tails do better)
-        cover = loop_cover(self.vocab, inter[1])  # uniform: one character set, cached
-        done = cover.covered.take(idx) & (self.vocab.sorted_nchars.take(idx) <= len(inter) - 1)
-        return idx[~done], idx[done]
-
     def _compute(self, trans, accepting, state, scope_id, follow, tail_key) -> Run:
         vocab = self.vocab
         scope = self.scopes[scope_id]
@@ -209,16 +188,23 @@ class ScanCache:
         inside: list[np.ndarray] = []
         hit_idx: list[np.ndarray] = []
         hit_off: list[np.ndarray] = []
+        base_row = None
         if scope_id == ROOT:
-            idx = _candidates(trans, accepting, state, follow, vocab)
-            rest, covered = self._loop_shortcut(trans, accepting, state, follow, idx)
-            if covered is None:
-                rest, covered = self._chain_shortcut(trans, accepting, state, idx)
-            if covered is not None and rest.size < SPLIT_MIN:
-                inside.append(covered)
-                self._walk_uniform(flat, accepting, follow, rest, 0, state, inside, hit_idx, hit_off)
-            else:  # shared walks after the first byte (tails.py); exact on its own
-                root_walk(self, tail_key, trans, accepting, state, follow, idx, inside, hit_idx, hit_off)
+            live = _live_keys(trans, accepting, state, follow)
+            split = None if live is None else chain_split(self, trans, accepting, state, follow, live,
+                                                          SPLIT_MIN)
+            if split is not None:  # a counting chain (chain_runs.py)
+                base_row = split[0]
+                self._walk_uniform(flat, accepting, follow, split[1], 0, state, inside, hit_idx, hit_off)
+            else:
+                idx = _ranges(np.flatnonzero(live), vocab) if live is not None else np.zeros(0, np.int64)
+                rest, covered = self._loop_shortcut(trans, accepting, state, follow, idx)
+                if covered is not None and rest.size < SPLIT_MIN:
+                    inside.append(covered)
+                    self._walk_uniform(flat, accepting, follow, rest, 0, state, inside, hit_idx, hit_off)
+                else:  # shared walks after the first byte (tails.py); exact on its own
+                    root_walk(self, tail_key, trans, accepting, state, follow, idx, inside, hit_idx,
+                              hit_off)
         else:
             offsets = np.flatnonzero(np.bincount(scope.offsets))  # distinct, ascending
             if len(offsets) <= 4:  # few offsets: column-major walks, one per offset
@@ -240,6 +226,8 @@ class ScanCache:
         ids = vocab.sorted_ids[np.concatenate(inside)] if inside else np.zeros(0, np.int32)
         if scope_id == ROOT:
             row = pack_mask(ids, vocab)
+            if base_row is not None:
+                row |= base_row
             row.flags.writeable = False
             return Run(row, np.zeros(0, np.int32), child)
         return Run(None, ids.astype(np.int32), child)  # may repeat: callers scatter
@@ -260,20 +248,20 @@ def sub_dfa_digest(trans: np.ndarray, accepting: np.ndarray, state: int) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def _candidates(trans, accepting, state: int, follow, vocab: Vocabulary) -> np.ndarray:
-    """Positions of the tokens whose first two bytes can be read from `state`: the
-    second byte inside the lexeme, or starting the next one (after an accepting
-    state, a byte of the follow set), ascending. Prunes key tries and literals
-    to a few hundred tokens before any walk."""
+def _live_keys(trans, accepting, state: int, follow) -> np.ndarray | None:
+    """bool [256 * 257]: the prefix keys (vocab.pair_start) of tokens whose first two
+    bytes can be read from `state`: the second byte inside the lexeme, or starting
+    the next one (after an accepting state, a byte of the follow set); None if no
+    byte can. Prunes key tries and literals to a few hundred tokens before any walk."""
     row0 = trans[state]
     b0 = np.flatnonzero(row0 >= 0)
     if not b0.size:
-        return np.zeros(0, dtype=np.int64)
+        return None
     q1 = row0.take(b0)
     live = np.zeros((256, 257), dtype=bool)
     live[b0, 0] = True
     live[b0, 1:] = (trans[q1] >= 0) | (accepting.take(q1)[:, None] & follow[None, :])
-    return _ranges(np.flatnonzero(live.reshape(-1)), vocab)
+    return live.reshape(-1)
 
 
 SIG_LEVELS = 3  # suffix signatures for offsets 0, 1, 2
