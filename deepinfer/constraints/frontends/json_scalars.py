@@ -112,6 +112,11 @@ def _minus_words(lw: "Lowerer", language: Expr, words: list[str], ptr: str) -> E
 
 
 def not_in(words) -> Expr:
+    return _not_in(tuple(words))
+
+
+@functools.lru_cache(maxsize=1024)  # an object asks for its names' complement up to three times
+def _not_in(words: tuple[str, ...]) -> Expr:
     """Every string except the given ones: the trie's non-word nodes, or a path that leaves the
     trie followed by anything (one shared tail, so automata stay linear in the trie).
 

@@ -99,6 +99,7 @@ def encode_text(text: str) -> Expr:
     return literal(json.dumps(text, ensure_ascii=False)[1:-1])
 
 
+@functools.lru_cache(maxsize=16384)  # pure; key tries are encoded for every object that has them
 def encode_expr(expr: Expr) -> Expr:
     """Map a regular expression over decoded characters to one over JSON string text."""
     match expr:
