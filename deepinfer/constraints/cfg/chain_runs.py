@@ -37,6 +37,8 @@ def chain_split(scans, trans, accepting, state: int, follow, live: np.ndarray, m
     when `state` is not on a uniform chain with non-accepting intermediate states,
     or when `max_rest` or more tokens would be left to walk.
     `live`: bool [256 * 257] prefix keys that can be read from `state` (scan._live_keys)."""
+    if not _may_chain(trans, accepting, state):
+        return None
     key = (trans.ctypes.data, trans.shape[0])
     hit = scans.char_loops.get(key)
     if hit is None:
@@ -60,6 +62,26 @@ def chain_split(scans, trans, accepting, state: int, follow, live: np.ndarray, m
             return None
         rest = np.concatenate([rest, long])  # disjoint: covered vs not
     return _short_row(scans, cover, inter[1], limit), rest
+
+
+def _may_chain(trans, accepting, state: int) -> bool:
+    """Cheap test on ASCII bytes before the per-DFA character tables: the state's
+    most common successor t is not accepting and t steps to its own most common
+    successor on the same ASCII bytes (a chain of one character set), and that
+    set is not tiny. Rejects key tries, literals and number states at once."""
+    row = trans[state, :128]
+    live = row[row >= 0]
+    if live.size < 8:
+        return False
+    t = int(np.bincount(live).argmax())
+    if accepting[t]:
+        return False
+    row2 = trans[t, :128]
+    live2 = row2[row2 >= 0]
+    if live2.size < 8:
+        return False
+    t2 = int(np.bincount(live2).argmax())
+    return bool(((row == t) == (row2 == t2)).all())
 
 
 def _uniform(loops, inter: np.ndarray, ends: np.ndarray) -> bool:

@@ -37,7 +37,11 @@ def root_walk(scans, key, trans, accepting, state, follow, idx, inside, hit_idx,
     flat = trans.reshape(-1)
     row = trans[state]
     ok = np.flatnonzero(row >= 0)                                   # allowed first bytes
-    counts = vocab.first_byte_start[ok + 1] - vocab.first_byte_start[ok]
+    # group sizes among the candidates (idx is ascending; tokens sort by first byte):
+    # a whole first-byte range can be big while its live second bytes are few,
+    # e.g. " " after a comma where only '  ' and ' "' go on (no tail is worth it)
+    counts = (np.searchsorted(idx, vocab.first_byte_start[ok + 1])
+              - np.searchsorted(idx, vocab.first_byte_start[ok]))
     targets = row.take(ok)
     big: list[tuple[int, np.ndarray]] = []
     for q2 in np.unique(targets).tolist():
