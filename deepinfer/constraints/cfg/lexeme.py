@@ -1,4 +1,4 @@
-"""One lexeme: a non-empty regular language whose byte DFA is built on first use.
+"""One lexeme: a non-empty regular language whose byte automata are built on first use.
 
 Why lazy: a context-free compile used to determinize and minimize every
 lexeme of the grammar (in Python, 1-20 ms each), though the first mask needs
@@ -11,7 +11,10 @@ weaker filter). The DFA (`trans`, `accepting`, `start`, `digest`, `rows`,
 `accept_list`) appears as plain attributes on first access (`__getattr__`),
 so the per-byte hot path pays nothing once built.
 
-A DFA that fails to build at that point (its limits) becomes the empty
+A small lexeme (by ir_facts' exact NFA state count) does not even keep an NFA
+until then: its facts come from the IR, and the NFA is built with the DFA.
+
+A DFA (or lazy NFA) that fails to build at that point (its limits) becomes the empty
 language: masks stay sound (nothing is allowed through it) and the failure is
 recorded in `Lexeme.error`. Knows nothing about tokens or parsing.
 """
@@ -26,7 +29,7 @@ from .. import ir
 from ..dfa import Limits, determinize
 from ..errors import ConstraintError
 from ..gcpause import gc_paused
-from ..nfa import Nfa
+from ..nfa import Nfa, build_nfa
 
 EAGER_NFA_STATES = 4000  # bigger NFAs are determinized at compile time (limits fail the compile)
 _DFA_ATTRS = frozenset({"trans", "accepting", "start", "digest", "rows", "accept_list"})
@@ -35,14 +38,15 @@ _DFA_ATTRS = frozenset({"trans", "accepting", "start", "digest", "rows", "accept
 class Lexeme:
     """expr minus ε over bytes; the DFA tables are built on first access."""
 
-    def __init__(self, expr: ir.Expr, nfa: Nfa, limits: Limits, first_bytes: np.ndarray,
-                 nullable: bool) -> None:
+    def __init__(self, expr: ir.Expr, nfa: Nfa | None, limits: Limits, first_bytes: np.ndarray,
+                 nullable: bool, rules: dict[str, ir.Expr] | None = None, size_hint: int = 0) -> None:
+        """nfa None: built on first use from `rules` (the regular rules expr refers to)."""
         self.expr = expr
         self.first_bytes = first_bytes      # bool [256]: bytes a match can start with
         self.nullable = nullable            # expr itself also matches ε (excluded here)
-        self.size_hint = len(nfa.eps)
+        self.size_hint = len(nfa.eps) if nfa is not None else size_hint
         self.error: str | None = None
-        self._nfa, self._limits = nfa, limits
+        self._nfa, self._limits, self._rules = nfa, limits, rules
         self._lock = threading.Lock()
 
     def __getattr__(self, name: str):
@@ -57,7 +61,12 @@ class Lexeme:
                 return
             try:
                 with gc_paused():  # runs inside a mask or advance step: no full GC pass there
-                    dfa = determinize(self._nfa, self._limits)
+                    nfa = self._nfa
+                    if nfa is None:
+                        rules = dict(self._rules or {})
+                        rules["__lexeme__"] = self.expr
+                        nfa = build_nfa(ir.Grammar(rules, "__lexeme__"), self._limits.max_nfa_states)
+                    dfa = determinize(nfa, self._limits)
                 trans, accepting, start, digest = dfa.trans, dfa.accepting, 0, dfa.digest
             except ConstraintError as exc:  # too large after all: match nothing (sound)
                 self.error = str(exc)
@@ -69,7 +78,7 @@ class Lexeme:
                 start, digest = len(trans) - 1, digest + "+"
             trans = np.ascontiguousarray(trans, dtype=np.int32)
             trans.flags.writeable = False  # shared between grammars (lexeme_cache)
-            self._nfa = None
+            self._nfa = self._rules = None
             # Rows are converted on first visit, as tuples: most states of a big
             # lexeme are never stepped through, and tuples of ints drop out of the
             # cyclic GC (lists of 256 items made every full collection slow).

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from .. import ir
 from ..dfa import Limits
 from ..errors import ConstraintError
+from ..ir_facts import FactsCache
 from ..nfa import build_nfa
 from . import lexeme_cache
 from .lexeme import EAGER_NFA_STATES, Lexeme, analyze
@@ -102,6 +103,7 @@ class _Splitter:
         self.limits = limits
         self.nonregular = nonregular_rules(grammar)
         self.regular_rules = {n: b for n, b in grammar.rules.items() if n not in self.nonregular}
+        self.facts = FactsCache(self.regular_rules)
         self.names: list[str] = ["<start>"]
         self.productions: list[tuple[int, tuple[int, ...]]] = []
         self.lexemes: list[Lexeme] = []
@@ -245,7 +247,7 @@ class _Splitter:
         key = lexeme_cache.lexeme_key(expr, self.regular_rules, self.limits)
         cached = lexeme_cache.get(key)
         if cached is None:
-            cached = self.new_lexeme(expr)
+            cached = self.new_lexeme(expr, key[1])
             lexeme_cache.put(key, *cached)
         lexeme, nullable = cached
         index = None
@@ -257,11 +259,23 @@ class _Splitter:
         self.lexeme_ids[expr] = (index, nullable)
         return index, nullable
 
-    def new_lexeme(self, expr: ir.Expr) -> tuple[Lexeme | None, bool]:
+    def new_lexeme(self, expr: ir.Expr, refs: tuple) -> tuple[Lexeme | None, bool]:
         """(expr minus ε as a Lexeme, or None if that is empty; expr nullable?).
-        The NFA is built now (its size limit fails the compile); the DFA only for
-        big NFAs (so DFA limits fail the compile where they could be hit), else
-        on first use (lexeme.py)."""
+
+        A small lexeme (exact NFA size from ir_facts) builds nothing now: its NFA and DFA
+        come on first use (most lexemes of a schema are not reached by the first masks,
+        many never). A big one builds its NFA now (its size limit fails the compile) and
+        its DFA too (so DFA limits fail the compile where they could be hit)."""
+        try:
+            facts = self.facts.of(expr)
+        except KeyError:  # an undefined rule: building the NFA reports it
+            facts = None
+        if facts is not None and facts.states < EAGER_NFA_STATES:
+            if not facts.nonempty:
+                return None, facts.nullable
+            rules = {name: body for name, body in refs if body is not None}
+            return Lexeme(expr, None, self.limits, facts.first_bytes(), facts.nullable,
+                          rules=rules, size_hint=facts.states), facts.nullable
         rules = dict(self.regular_rules)
         rules["__lexeme__"] = expr
         nfa = build_nfa(ir.Grammar(rules, "__lexeme__"), self.limits.max_nfa_states)
@@ -269,10 +283,9 @@ class _Splitter:
         if not nonempty:
             return None, nullable
         lexeme = Lexeme(expr, nfa, self.limits, first, nullable)
-        if lexeme.size_hint >= EAGER_NFA_STATES:
-            lexeme.build()
-            if lexeme.error:
-                raise ConstraintError(lexeme.error)
+        lexeme.build()
+        if lexeme.error:
+            raise ConstraintError(lexeme.error)
         return lexeme, nullable
 
 

@@ -1,0 +1,122 @@
+"""Static facts about a regular IR expression, read from the tree without building automata.
+
+Owns `Facts` (empty language? matches ε? matches a non-empty string? the bytes such a
+string can start with, and an estimate of the Thompson NFA's state count) and
+`FactsCache`, which computes them bottom-up, once per node object, inlining the regular
+rules an expression refers to. The context-free back end uses them to decide, per
+lexeme, whether anything must be built at compile time: a lexeme whose NFA would be
+small gets both its NFA and its DFA on first use (cfg/lexeme.py), so compiles no
+longer build automata for pieces the first masks never reach. The facts are exact (the
+size is nfa.py's count up to the sharing of UTF-8 prefixes); first bytes follow the
+UTF-8 encoding of each character class. Created for the time-to-first-mask work; knows
+the IR and nfa.py's UTF-8 splitting, nothing about tokens or parsing.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import ir
+from .nfa import utf8_sequences
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    empty: bool        # the language is empty
+    nullable: bool     # it contains ""
+    nonempty: bool     # it contains a string of at least one byte
+    first: int         # bit b set: some non-empty string starts with byte b
+    states: int        # about how many NFA states nfa.build_nfa makes for it
+
+    def first_bytes(self) -> np.ndarray:
+        """bool [256]"""
+        bits = self.first
+        return np.array([(bits >> b) & 1 for b in range(256)], dtype=bool)
+
+
+_EPSILON = Facts(False, True, False, 0, 1)
+_NOTHING = Facts(True, False, False, 0, 2)
+
+
+class FactsCache:
+    """Facts of expressions over one set of regular rules (memoized per node object)."""
+
+    def __init__(self, rules: dict[str, ir.Expr]) -> None:
+        self.rules = rules
+        self._memo: dict[int, tuple[ir.Expr, Facts]] = {}  # id -> (node kept alive, facts)
+
+    def of(self, expr: ir.Expr) -> Facts:
+        hit = self._memo.get(id(expr))
+        if hit is not None and hit[0] is expr:
+            return hit[1]
+        facts = self._compute(expr)
+        self._memo[id(expr)] = (expr, facts)
+        return facts
+
+    def _compute(self, e: ir.Expr) -> Facts:
+        if isinstance(e, ir.Literal):
+            data = e.text.encode("utf-8")
+            return Facts(False, False, True, 1 << data[0], len(data) + 1) if data else _EPSILON
+        if isinstance(e, ir.CharClass):
+            if not e.ranges:
+                return _NOTHING
+            first, states = _class_facts(e)
+            return Facts(False, False, True, first, states)
+        if isinstance(e, ir.Seq):
+            return self._seq([self.of(item) for item in e.items])
+        if isinstance(e, ir.Alt):
+            parts = [self.of(item) for item in e.items]
+            first = 0
+            for p in parts:
+                first |= p.first
+            return Facts(all(p.empty for p in parts), any(p.nullable for p in parts),
+                         any(p.nonempty for p in parts), first, 2 + sum(p.states for p in parts))
+        if isinstance(e, ir.Repeat):
+            return self._repeat(self.of(e.item), e.min, e.max)
+        if isinstance(e, ir.RuleRef):
+            body = self.rules.get(e.name)
+            if body is None:
+                raise KeyError(e.name)  # callers fall back to building the NFA (its error)
+            return self.of(body)
+        raise TypeError(f"not an IR expression: {e!r}")
+
+    @staticmethod
+    def _seq(parts: list[Facts]) -> Facts:
+        states = 1 + sum(p.states for p in parts)
+        if any(p.empty for p in parts):
+            return Facts(True, False, False, 0, states)
+        first = 0
+        for p in parts:  # every part is non-empty: a first byte of part i starts a full string
+            first |= p.first
+            if not p.nullable:
+                break
+        return Facts(False, all(p.nullable for p in parts), any(p.nonempty for p in parts), first, states)
+
+    @staticmethod
+    def _repeat(item: Facts, lo: int, hi: int | None) -> Facts:
+        if hi is not None and hi < lo:
+            return _NOTHING
+        copies = lo + (1 if hi is None else hi - lo)
+        states = 2 + copies * item.states
+        if hi == 0:
+            return Facts(False, True, False, 0, states)
+        if lo > 0 and item.empty:
+            return Facts(True, False, False, 0, states)
+        return Facts(False, lo == 0 or item.nullable, item.nonempty, item.first, states)
+
+
+@functools.lru_cache(maxsize=4096)
+def _class_facts(cls: ir.CharClass) -> tuple[int, int]:
+    """(first-byte bits, NFA states) of one character class (nfa.char_class's trie)."""
+    first, prefixes = 0, set()
+    for lo, hi in cls.ranges:
+        for ranges in utf8_sequences(lo, hi):
+            a, b = ranges[0]
+            for byte in range(a, b + 1):
+                first |= 1 << byte
+            for k in range(1, len(ranges)):
+                prefixes.add(tuple(ranges[:k]))
+    return first, 2 + len(prefixes)
