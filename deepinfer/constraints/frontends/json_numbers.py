@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from decimal import Decimal
-from functools import lru_cache
 
 from deepinfer.constraints import ir
 from deepinfer.constraints.ir import CharClass, Expr, alt, literal, optional, repeat, seq
@@ -283,6 +282,7 @@ class _FractionDP:
 
     def __init__(self, lo: str, lo_excl: bool, hi: str, hi_excl: bool):
         self.lo, self.lo_excl, self.hi, self.hi_excl = lo, lo_excl, hi, hi_excl
+        self._memo: dict[tuple, Expr] = {}  # per instance: a class-level lru_cache kept every one alive
 
     def end_ok(self, i: int, tl: bool, th: bool) -> bool:
         if tl and (self.lo[i:].strip("0") or self.lo_excl):
@@ -291,8 +291,14 @@ class _FractionDP:
             return False
         return True
 
-    @lru_cache(maxsize=None)
     def nonempty(self, i: int, tl: bool, th: bool) -> Expr:
+        key = (i, tl, th)
+        got = self._memo.get(key)
+        if got is None:
+            got = self._memo[key] = self._nonempty(i, tl, th)
+        return got
+
+    def _nonempty(self, i: int, tl: bool, th: bool) -> Expr:
         if tl and i >= len(self.lo) and not self.lo_excl:
             tl = False  # the rest of lo is zeros: every continuation is >= it
         if not tl and not th:

@@ -53,6 +53,7 @@ class _ObjectLowering:
         self.dep_req = {k: list(v) for k, v in d.get("dependentRequired", {}).items()}
         self.forbid = [list(f) for f in d.get("_forbid", [])]
         self._distinct_cut = False
+        self._states: dict[tuple, Expr] = {}
         self._dependent_schemas()
 
     def _dependent_schemas(self) -> None:
@@ -250,9 +251,13 @@ class _ObjectLowering:
 
     # --------------------------------------------------- presence machine
     def _state(self, i: int, first: bool, count: int, bits: frozenset) -> Expr:
-        return self._memo(i, first, count, bits)
+        # memoized per lowering (a class-level lru_cache kept every lowering alive forever)
+        key = (i, first, count, bits)
+        got = self._states.get(key)
+        if got is None:
+            got = self._states[key] = self._memo(i, first, count, bits)
+        return got
 
-    @lru_cache(maxsize=None)
     def _memo(self, i: int, first: bool, count: int, bits: frozenset) -> Expr:
         self.lw.check_time(self.ptr)
         if i == len(self.names):
