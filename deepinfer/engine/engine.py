@@ -19,6 +19,7 @@ import torch
 from deepinfer.constraints import allocate_token_bitmask, apply_token_bitmask_inplace
 from deepinfer.engine.constraints import ConstraintService
 from deepinfer.engine.invariance import DEFAULT_TILE, batch_invariant
+from deepinfer.engine.jump_forward import ForcedText, jump_forward
 from deepinfer.engine.output import append_token, request_delta
 from deepinfer.engine.scheduler import ScheduledSeq, Scheduler, SchedulerConfig
 from deepinfer.engine.sequence import Sequence
@@ -43,6 +44,9 @@ class EngineConfig:
     batch_invariant: bool = False
     linear_tile: int = DEFAULT_TILE
     max_model_len: int | None = None
+    # Append text the constraint forces without sampling it (engine/jump_forward.py); requests
+    # with logprobs never jump.
+    jump_forward: bool = True
 
 
 class Engine:
@@ -61,11 +65,12 @@ class Engine:
             config.max_num_batched_tokens, config.max_num_seqs, config.chunked_prefill))
         self.constraints = ConstraintService(tokenizer, model.config.vocab_size)
         self.eos_ids = frozenset(tokenizer.eos_token_ids)
+        self.forced_text = ForcedText(tokenizer)
         self.requests: dict[str, Request] = {}
         self._compiling: dict[str, Future] = {}
         self._touched: dict[str, Request] = {}   # requests with news for the caller this step
         self._ids = itertools.count()
-        self.counters = {"prompt_tokens": 0, "generation_tokens": 0, "steps": 0}
+        self.counters = {"prompt_tokens": 0, "generation_tokens": 0, "steps": 0, "jump_forward_tokens": 0}
 
     @property
     def compiler(self):
@@ -176,11 +181,19 @@ class Engine:
             self.blocks.commit(item.seq.table, item.seq.token_ids, item.seq.num_computed)
         for seq, token, logprob in zip(sampling, tokens, logprobs):
             append_token(seq, token, logprob, self.eos_ids, self.max_model_len)
-            self.counters["generation_tokens"] += 1
+            self.counters["generation_tokens"] += 1 + self._jump_forward(seq)
             self._touched[seq.request.request_id] = seq.request
             if seq.finished:
                 self.scheduler.finish(seq)
         self.counters["steps"] += 1
+
+    def _jump_forward(self, seq: Sequence) -> int:
+        """Append forced tokens now; the next step computes them as one chunk (no sampling)."""
+        if not self.config.jump_forward:
+            return 0
+        count = jump_forward(seq, self.forced_text, self.eos_ids, self.max_model_len)
+        self.counters["jump_forward_tokens"] += count
+        return count
 
     def _postprocess(self) -> list[RequestOutput]:
         outputs = []
@@ -212,12 +225,17 @@ class Engine:
                 continue
             for seq in request.sequences:
                 seq.matcher = self.constraints.matcher(request.compiled)
+                # Text forced from the start (e.g. "{") joins the prompt's prefill.
+                self.counters["generation_tokens"] += self._jump_forward(seq)
+                if seq.finished:
+                    self._touched[request_id] = request
             self._enqueue(request)
 
     def _enqueue(self, request: Request) -> None:
         request.status = RequestStatus.WAITING
         for seq in request.sequences:
-            self.scheduler.add(seq)
+            if not seq.finished:  # jump-forward may finish a fully forced output before any step
+                self.scheduler.add(seq)
 
     def _fail_unschedulable(self) -> None:
         """Nothing runs but something waits: its prompt does not fit in the whole KV pool."""

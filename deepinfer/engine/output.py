@@ -16,15 +16,17 @@ from deepinfer.types import CompletionOutput, FinishReason, Request, RequestOutp
 
 
 def append_token(seq: Sequence, token: int, logprob: TokenLogprob | None, eos_ids: frozenset[int],
-                 max_model_len: int) -> None:
-    """Record one sampled token and finish the sequence if it should stop."""
+                 max_model_len: int, accepted: bool = False) -> None:
+    """Record one sampled (or forced) token and finish the sequence if it should stop.
+
+    accepted: the caller already advanced the matcher with it (jump-forward)."""
     request, params = seq.request, seq.params
     seq.output_token_ids.append(token)
     if logprob is not None:
         seq.logprobs.append(logprob)
-    if request.first_token_time is None:
+    if request.first_token_time is None and not accepted:  # TTFT: the model's first token, not forced text
         request.first_token_time = time.perf_counter()
-    if seq.matcher is not None and not seq.matcher.accept_token(token):
+    if seq.matcher is not None and not accepted and not seq.matcher.accept_token(token):
         seq.finish(FinishReason.ERROR, error=f"internal error: the constraint rejected sampled token {token}")
         return
     if token in params.stop_token_ids:

@@ -57,3 +57,25 @@ def test_json_extraction_validates(smol):
     for out in outs:
         assert out.finish_reason.value == "stop", out.outputs[0]
         jsonschema.validate(json.loads(out.text), SCHEMA)
+
+
+def test_jump_forward_keeps_the_extraction_outputs(smol):
+    """On a real model, forced keys are written with the tokenizer's encoding: same tokens as without."""
+    model, tokenizer = smol
+    schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 24},
+                                               "city": {"type": "string", "maxLength": 24},
+                                               "skills": {"type": "array", "items": {"type": "string", "maxLength": 24},
+                                                          "maxItems": 3}},
+              "required": ["name", "city", "skills"], "additionalProperties": False}
+    prompts = [tokenizer.apply_chat_template([{"role": "user", "content": f"{who} Extract name, city and skills as JSON."}])
+               for who in ("Ada Lovelace lives in London and writes poetry.",
+                           "Hedy Lamarr, an actress and inventor from Vienna, works on frequency hopping.")]
+    params = SamplingParams(json_schema=schema, temperature=0, max_tokens=90)
+    outs = {}
+    for jump in (False, True):
+        llm = LLM.from_engine(Engine(model, tokenizer, EngineConfig(jump_forward=jump, batch_invariant=True)))
+        outs[jump] = llm.generate(prompts, params)
+        assert (llm.engine.stats()["jump_forward_tokens"] > 0) == jump
+    for a, b in zip(outs[False], outs[True]):
+        assert (a.text, a.token_ids) == (b.text, b.token_ids)
+        jsonschema.validate(json.loads(b.text), schema)
