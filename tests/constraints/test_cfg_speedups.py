@@ -58,20 +58,31 @@ def _entries(scans: ScanCache, run) -> tuple[set, set]:
     return inside, child
 
 
-@pytest.mark.parametrize("pattern", PATTERNS)
+# a key trie with several branches: first-byte groups too small for tails, two-byte
+# prefixes leaving the trie for one "any other key" state (tails at offset 2)
+TRIE = r'"([^"abcdefgh]|a[^"b]|b[^"c]|c[^"d]|d[^"e]|e[^"f]|f[^"g]|g[^"h]|h[^"a])[^"]*"'
+FOLLOWS = (",} ]", ':"')  # two follow sets on one cache: tails are shared across follows
+
+
+@pytest.mark.parametrize("pattern", PATTERNS + [TRIE])
 def test_root_runs_equal_plain_walks(deepseek_vocab, monkeypatch, pattern):
     lex = _lexeme(pattern)
-    follow = np.zeros(256, dtype=bool)
-    follow[[ord(","), ord("}"), ord(" "), ord("]")]] = True
+    follows = []
+    for chars in FOLLOWS:
+        follow = np.zeros(256, dtype=bool)
+        follow[[ord(c) for c in chars]] = True
+        follows.append(follow)
     fast = ScanCache(deepseek_vocab)
-    fid = fast.follow_id(follow)
     from deepinfer.constraints.cfg import scan
 
     splits = []
     monkeypatch.setattr(scan, "chain_split", lambda *a: splits.append(chain_split(*a)) or splits[-1])
-    got = {q: _entries(fast, fast.run(lex.digest, lex.trans, lex.accepting, q, ROOT, fid))
+    got = {(q, i): _entries(fast, fast.run(lex.digest, lex.trans, lex.accepting, q, ROOT,
+                                           fast.follow_id(follow)))
+           for i, follow in enumerate(follows)
            for q in range(len(lex.trans)) if (lex.trans[q] >= 0).any()}
     assert any(s is not None for s in splits) or pattern not in PATTERNS[-5:], "should use chains"
+    assert pattern != TRIE or any(key[1] == 2 for key in fast.tails), "should use two-byte tails"
 
     monkeypatch.setattr(scan, "root_walk", lambda scans, key, trans, accepting, state, follow, idx,
                         inside, hit_idx, hit_off: ScanCache._walk_uniform(
@@ -79,10 +90,10 @@ def test_root_runs_equal_plain_walks(deepseek_vocab, monkeypatch, pattern):
     monkeypatch.setattr(scan, "chain_split", lambda *args: None)
     monkeypatch.setattr(ScanCache, "_loop_shortcut", lambda self, t, a, s, f, idx: (idx, None))
     slow = ScanCache(deepseek_vocab)
-    fid = slow.follow_id(follow)
-    for q, entries in got.items():
+    for (q, i), entries in got.items():
+        fid = slow.follow_id(follows[i])
         want = _entries(slow, slow.run(lex.digest, lex.trans, lex.accepting, q, ROOT, fid))
-        assert entries == want, (pattern, q)
+        assert entries == want, (pattern, q, FOLLOWS[i])
     assert fast.tails or not pattern.startswith('"(['), "the trie pattern should use tails"
 
 

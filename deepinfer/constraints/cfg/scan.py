@@ -61,9 +61,9 @@ class ScanCache:
         self.loops: dict = {}
         self.char_loops: dict = {}   # chains.Loops per lexeme DFA
         self.chain_rows: dict = {}   # (character set, max characters) -> packed row
-        self.tails: dict = {}        # (state_digest, follow id) -> tails.Tail
+        self.tails: dict = {}        # (state_digest, offset) -> tails.Tail
         self.state_digests: dict = {}  # (trans address, rows, state) -> (digest, trans kept alive)
-        self._multi: np.ndarray | None = None
+        self._longer: dict[int, np.ndarray] = {}
         self.follow_ids: dict[bytes, int] = {}
         self.follows: list[np.ndarray] = []
 
@@ -77,11 +77,12 @@ class ScanCache:
             hit = self.state_digests[key] = (sub_dfa_digest(trans, accepting, state), trans)
         return hit[0]
 
-    def multi_byte_positions(self) -> np.ndarray:
-        """Sorted positions of the tokens of two or more bytes."""
-        if self._multi is None:
-            self._multi = np.flatnonzero(self.vocab.sorted_lengths >= 2).astype(np.int64)
-        return self._multi
+    def positions_longer_than(self, offset: int) -> np.ndarray:
+        """Sorted positions of the tokens of more than `offset` bytes (cached)."""
+        got = self._longer.get(offset)
+        if got is None:
+            got = self._longer[offset] = np.flatnonzero(self.vocab.sorted_lengths > offset).astype(np.int64)
+        return got
 
     def follow_id(self, follow: np.ndarray) -> int:
         """A small id for a bool [256] set of bytes that may follow a lexeme."""
@@ -236,7 +237,7 @@ class ScanCache:
 def sub_dfa_digest(trans: np.ndarray, accepting: np.ndarray, state: int) -> str:
     order, seen, i = [state], {state}, 0
     while i < len(order):
-        for t in np.unique(trans[order[i]]).tolist():
+        for t in dict.fromkeys(trans[order[i]].tolist()):  # targets in byte order (fast)
             if t >= 0 and t not in seen:
                 seen.add(t)
                 order.append(t)

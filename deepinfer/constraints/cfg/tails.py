@@ -1,15 +1,26 @@
-"""Root-scope runs assembled from shared "tails" (the walk after the first byte).
+"""Root-scope runs assembled from shared "tails" (the walk after the first bytes).
 
 A root run of DFA state q reads every token from its first byte. When many
 first bytes lead to the same state q' (a string body: ~95 characters go to
 the same "any character" state from every node of a key trie, from a
 `not`-enum, from each position of a pattern), the walk from byte 1 on is the
-same for all those q: the *tail* of q', the run over every token of two or
-more bytes started at offset 1 in q', computed once per (language read from q',
-follow set) and cached. A root run is then the tails of its big byte groups, filtered by
-first byte (one vectorized gather), plus an ordinary walk of the small groups.
+same for all those q: the *tail* of (q', 1), the run over every token of two or
+more bytes started at offset 1 in q', computed once and cached. The same holds
+one byte later: in a key trie node, the tokens that start with a key's next
+letter mostly leave the trie at their second byte for the same "any other key"
+state, so first-byte groups too small for a tail are grouped again by their
+first two bytes (tails of (q'', 2)). A root run is then the tails of its big
+groups, filtered by first byte or two-byte prefix (one vectorized gather),
+plus an ordinary walk of what is left.
+
+Tails are keyed by the language read from q' (its canonical sub-DFA) and the
+offset, not by the follow set: they keep every boundary crossing with the byte
+after it, and a use filters those by its follow set. So one tail serves every
+grammar whose lexeme reaches an equal state (the "any other key" state behind
+every object's key trie, say).
+
 Exactly the entries an ordinary walk from q yields: a token is inside, or
-crosses a boundary at offset j, iff it does so reading bytes 1.. from q'.
+crosses a boundary at offset j, iff it does so reading its bytes from q' on.
 Knows nothing about parsing.
 """
 
@@ -19,22 +30,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
-SPLIT_MIN = 4_000      # tokens in a byte group worth a cached tail if one exists
+SPLIT_MIN = 4_000      # tokens in a group worth a cached tail if one exists
 SPLIT_BUILD = 20_000   # ... and worth computing one (about the cost of walking them)
+WIDE_LOOP = 64         # ASCII bytes looping on a state that make its tails worth building
+_ANY = np.ones(256, dtype=bool)  # tails are built for every follow byte
 
 
 @dataclass
 class Tail:
     inside: np.ndarray    # int64 positions (vocab.sorted_*) of tokens read entirely from q'
     hit_pos: np.ndarray   # int64 positions crossing a boundary ...
-    hit_off: np.ndarray   # ... at these byte offsets (>= 1)
+    hit_off: np.ndarray   # ... at these byte offsets (>= the tail's offset) ...
+    hit_byte: np.ndarray  # ... uint8 the byte after the boundary (for the follow filter)
 
 
 def root_walk(scans, key, trans, accepting, state, follow, idx, inside, hit_idx, hit_off) -> None:
-    """Append the root-scope entries of `idx` (every token whose first byte is
-    allowed from `state`) to inside / hit_idx / hit_off."""
+    """Append the root-scope entries of `idx` (the candidate positions from `state`,
+    ascending; scan._live_keys) to inside / hit_idx / hit_off."""
     vocab = scans.vocab
-    flat = trans.reshape(-1)
     row = trans[state]
     ok = np.flatnonzero(row >= 0)                                   # allowed first bytes
     # group sizes among the candidates (idx is ascending; tokens sort by first byte):
@@ -43,64 +56,109 @@ def root_walk(scans, key, trans, accepting, state, follow, idx, inside, hit_idx,
     counts = (np.searchsorted(idx, vocab.first_byte_start[ok + 1])
               - np.searchsorted(idx, vocab.first_byte_start[ok]))
     targets = row.take(ok)
-    big: list[tuple[int, np.ndarray]] = []
-    for q2 in np.unique(targets).tolist():
-        sel = targets == q2
-        size = int(counts[sel].sum())
-        if size >= SPLIT_BUILD or (size >= SPLIT_MIN and
-                                   _tail_key(scans, key, trans, accepting, q2) in scans.tails):
-            big.append((q2, ok[sel]))
-    if not big:
-        scans._walk_uniform(flat, accepting, follow, idx, 0, state, inside, hit_idx, hit_off)
-        return
     col0 = vocab.sorted_bytes_T[0]
     small = np.ones(256, dtype=bool)
-    for _, group in big:
-        small[group] = False
-    rest = idx[small.take(col0.take(idx))]
+    for q2 in np.unique(targets).tolist():
+        sel = targets == q2
+        if _worth(scans, trans, accepting, q2, 1, int(counts[sel].sum())):
+            group = ok[sel]
+            small[group] = False
+            lut = np.zeros(256, dtype=bool)
+            lut[group] = True
+            ones = vocab.first_byte_start[group]                    # one-byte tokens sort first
+            ones = ones[(ones < len(vocab.sorted_lengths)) & (vocab.sorted_lengths.take(
+                np.minimum(ones, len(vocab.sorted_lengths) - 1)) == 1)]
+            ones = ones[lut.take(col0.take(ones))]
+            if ones.size:
+                inside.append(ones)                                 # the byte moved to q2: alive
+            _use(_tail(scans, trans, accepting, q2, 1), lut, col0, follow, inside, hit_idx, hit_off)
+    rest = idx if small.all() else idx[small.take(col0.take(idx))]
+    if rest.size >= SPLIT_MIN:
+        rest = _pair_groups(scans, trans, accepting, state, follow, ok[small.take(ok)], rest, inside,
+                            hit_idx, hit_off)
     if rest.size:
-        scans._walk_uniform(flat, accepting, follow, rest, 0, state, inside, hit_idx, hit_off)
-    for q2, group in big:
-        lut = np.zeros(256, dtype=bool)
+        scans._walk_uniform(trans.reshape(-1), accepting, follow, rest, 0, state, inside, hit_idx,
+                            hit_off)
+
+
+def _pair_groups(scans, trans, accepting, state, follow, firsts, rest, inside, hit_idx, hit_off):
+    """Serve the tokens of `rest` (first byte in `firsts`) whose first two bytes
+    lead to a state with a worthwhile (q'', 2) tail from that tail; return the others."""
+    vocab = scans.vocab
+    q1 = trans[state].take(firsts)                                   # [k]
+    t2 = trans.take(q1, axis=0)                                      # [k, 256] after two bytes
+    keys = firsts[:, None] * 257 + 1 + np.arange(256)[None, :]        # [k, 256] prefix keys
+    counts = vocab.pair_start.take(keys + 1) - vocab.pair_start.take(keys)
+    # a crossing right after the first byte is left to the walk
+    usable = (t2 >= 0) & (counts > 0) & ~(accepting.take(q1)[:, None] & follow[None, :])
+    if not usable.any():
+        return rest
+    states, keys, counts = t2[usable], keys[usable], counts[usable]
+    sizes = np.bincount(states, weights=counts)
+    served = np.zeros(256 * 257 + 1, dtype=bool)
+    sorted_keys = vocab.sorted_keys
+    for q2 in np.flatnonzero(sizes >= SPLIT_MIN).tolist():
+        if not _worth(scans, trans, accepting, q2, 2, int(sizes[q2])):
+            continue
+        lut = np.zeros(256 * 257 + 1, dtype=bool)
+        group = keys[states == q2]
         lut[group] = True
-        ones = vocab.first_byte_start[group]                          # one-byte tokens sort first
-        ones = ones[(ones < len(vocab.sorted_lengths)) & (vocab.sorted_lengths.take(
-            np.minimum(ones, len(vocab.sorted_lengths) - 1)) == 1)]
-        ones = ones[lut.take(col0.take(ones))]
-        if ones.size:
-            inside.append(ones)                                       # the byte moved to q2: alive
-        tail = _tail(scans, key, trans, accepting, q2, follow)
-        inside.append(tail.inside[lut.take(col0.take(tail.inside))])
-        keep = lut.take(col0.take(tail.hit_pos))
-        if keep.any():
-            hit_idx.append(tail.hit_pos[keep])
-            hit_off.append(tail.hit_off[keep])
+        served |= lut
+        twos = vocab.pair_start.take(group)                          # two-byte tokens sort first
+        twos = twos[vocab.sorted_lengths.take(twos) == 2]
+        if twos.size:
+            inside.append(twos)                                      # the bytes moved to q2: alive
+        _use(_tail(scans, trans, accepting, q2, 2), lut, sorted_keys, follow, inside, hit_idx, hit_off)
+    if not served.any():
+        return rest
+    return rest[~served.take(sorted_keys.take(rest))]
 
 
-def _tail_key(scans, key, trans, accepting, q2: int) -> tuple:
-    """Tails are keyed by the language read from q2 (its canonical sub-DFA) and the
-    follow set, so equal states of different lexemes share one: the "any string
-    character" state behind every object's key trie, say."""
-    return (scans.state_digest(trans, accepting, q2), key[1])
+def _worth(scans, trans, accepting, q2: int, offset: int, size: int) -> bool:
+    """Use a tail for `size` tokens at q2: build one for a big group, or for a wide
+    loop state (a string body, "any other key"): those recur in every grammar and
+    every key trie node, so the one build is shared. Otherwise only if one exists
+    already, looked up only when q2's digest is known (computing it walks q2's
+    sub-DFA: a key trie's nodes would each pay milliseconds for a rare hit)."""
+    if size < SPLIT_MIN:
+        return False
+    if size >= SPLIT_BUILD or int(np.count_nonzero(trans[q2, :128] == q2)) >= WIDE_LOOP:
+        return True
+    known = scans.state_digests.get((trans.ctypes.data, trans.shape[0], q2))
+    return known is not None and (known[0], offset) in scans.tails
 
 
-def _tail(scans, key, trans, accepting, q2: int, follow) -> Tail:
-    key = _tail_key(scans, key, trans, accepting, q2)
+def _use(tail: Tail, lut: np.ndarray, column: np.ndarray, follow, inside, hit_idx, hit_off) -> None:
+    """Add the tail's entries whose group value (`column`: first byte or prefix key
+    per position) is in `lut`; crossings only where the next byte may follow."""
+    inside.append(tail.inside[lut.take(column.take(tail.inside))])
+    keep = lut.take(column.take(tail.hit_pos)) & follow.take(tail.hit_byte)
+    if keep.any():
+        hit_idx.append(tail.hit_pos[keep])
+        hit_off.append(tail.hit_off[keep])
+
+
+def _tail_key(scans, trans, accepting, q2: int, offset: int) -> tuple:
+    return (scans.state_digest(trans, accepting, q2), offset)
+
+
+def _tail(scans, trans, accepting, q2: int, offset: int) -> Tail:
+    key = _tail_key(scans, trans, accepting, q2, offset)
     got = scans.tails.get(key)
     if got is None:
         vocab = scans.vocab
-        multi = scans.multi_byte_positions()                          # tokens of >= 2 bytes
+        longer = scans.positions_longer_than(offset)                 # tokens of > offset bytes
         inside: list[np.ndarray] = []
         hit_idx: list[np.ndarray] = []
         hit_off: list[np.ndarray] = []
-        if accepting[q2]:  # the lexeme may end after byte 0: a crossing at offset 1
-            cand = multi[follow.take(vocab.sorted_bytes_T[1].take(multi))]
-            if cand.size:
-                hit_idx.append(cand)
-                hit_off.append(np.ones(cand.size, dtype=np.int64))
-        scans._walk_uniform(trans.reshape(-1), accepting, follow, multi, 1, q2, inside, hit_idx, hit_off)
+        if accepting[q2]:  # the lexeme may end before byte `offset`: a crossing there
+            hit_idx.append(longer)
+            hit_off.append(np.full(longer.size, offset, dtype=np.int64))
+        scans._walk_uniform(trans.reshape(-1), accepting, _ANY, longer, offset, q2, inside, hit_idx,
+                            hit_off)
+        pos = np.concatenate(hit_idx) if hit_idx else np.zeros(0, np.int64)
+        off = np.concatenate(hit_off) if hit_off else np.zeros(0, np.int64)
         got = scans.tails[key] = Tail(
-            np.concatenate(inside) if inside else np.zeros(0, np.int64),
-            np.concatenate(hit_idx) if hit_idx else np.zeros(0, np.int64),
-            np.concatenate(hit_off) if hit_off else np.zeros(0, np.int64))
+            np.concatenate(inside) if inside else np.zeros(0, np.int64), pos, off,
+            vocab.sorted_bytes[pos, off] if pos.size else np.zeros(0, np.uint8))
     return got
