@@ -1,0 +1,32 @@
+"""dfa._all_closures (one Tarjan pass) equals a plain epsilon search from every state."""
+
+import pytest
+
+from deepinfer.constraints import ir
+from deepinfer.constraints.dfa import _all_closures
+from deepinfer.constraints.frontends.regex import parse_regex
+from deepinfer.constraints.nfa import build_nfa
+
+
+def _search(nfa, bit_of, state):
+    seen, stack, bits = {state}, [state], 0
+    while stack:
+        s = stack.pop()
+        if s in bit_of:
+            bits |= 1 << bit_of[s]
+        for t in nfa.eps[s]:
+            if t not in seen:
+                seen.add(t)
+                stack.append(t)
+    return bits
+
+
+@pytest.mark.parametrize("expr", [parse_regex(p) for p in
+                                  [r"(a|b)*c", r"((a*)*|b?)+", r"(x?y*)*z", r"[a-z]{2,5}(\.[a-z]+)*",
+                                   r"(((a)*b)*c)*", r"(|a|(b|)*)*"]] + [ir.EMPTY, ir.Repeat(ir.EMPTY, 0, None)])
+def test_all_closures_match_search(expr):
+    nfa = build_nfa(expr)
+    important = [s for s in range(len(nfa.edges)) if nfa.edges[s] or s == nfa.accept]
+    bit_of = {s: i for i, s in enumerate(important)}
+    closures = _all_closures(nfa, bit_of)
+    assert all(closures[s] == _search(nfa, bit_of, s) for s in range(len(nfa.eps)))
