@@ -7,7 +7,8 @@ Each output is validated against the schema (jsonschema) and the count of valid 
 deepinfer rows: batch invariance on/off with prefix caching off (every request computes its whole
 prompt, like transformers), and prefix caching on (the prompts share their first ~150 tokens; the
 cache is cleared before the run, so the first request computes them). `--repeat-first` runs the
-first configuration twice in the process, to show any first-run-in-process effect.
+first configuration twice in the process, to show any first-run-in-process effect. `--jump-forward`
+adds rows without jump-forward decoding. Both sides compile their grammar and warm up untimed.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import time
 import jsonschema
 
 from engine_common import (EXTRACTION_SCHEMA, dtypes, extraction_prompt, hf_generate, hf_model, model_dir, parser,
-                           setup, table, xgrammar_processor)
+                           setup, table, xgrammar_factory)
 
 
 def valid(text: str) -> bool:
@@ -38,6 +39,8 @@ def main() -> None:
     p.add_argument("--prefix-caching", choices=["on", "off", "both"], default="both",
                    help="rows with the prefix cache (invariance off) and/or without it")
     p.add_argument("--repeat-first", action="store_true")
+    p.add_argument("--jump-forward", choices=["on", "off", "both"], default="on",
+                   help="deepinfer rows with jump-forward decoding (the default) and/or without it")
     args = p.parse_args()
     setup(args)
     from deepinfer import LLM, SamplingParams
@@ -55,8 +58,10 @@ def main() -> None:
         configs += [(False, True)] if args.prefix_caching in ("on", "both") else []
         if args.repeat_first and configs:
             configs.insert(0, configs[0])
-        for invariant, caching in configs:
+        jumps = {"on": [True], "off": [False], "both": [True, False]}[args.jump_forward]
+        for (invariant, caching), jump in [(c, j) for c in configs for j in jumps]:
             llm.engine.config.batch_invariant = invariant
+            llm.engine.config.jump_forward = jump
             llm.engine.blocks.enable_prefix_caching = caching
             llm.engine.blocks.clear_cache()
             hits = llm.engine.blocks.stats.hit_tokens
@@ -66,14 +71,15 @@ def main() -> None:
             tokens = sum(len(o.token_ids) for o in outs)
             cached = (llm.engine.blocks.stats.hit_tokens - hits) / len(prompts)
             rows.append([f"deepinfer (invariant {'on' if invariant else 'off'}, prefix cache "
-                         f"{'on' if caching else 'off'})", dtype, args.requests, f"{prompt_tokens:.0f}",
+                         f"{'on' if caching else 'off'}, jump-forward {'on' if jump else 'off'})", dtype, args.requests, f"{prompt_tokens:.0f}",
                          f"{cached:.0f}", tokens, f"{seconds:.1f}", f"{tokens / seconds:.1f}",
                          sum(valid(o.text) for o in outs)])
             print(rows[-1], flush=True)
         if not args.no_peer:
             model, tok = hf_model(path, dtype)
             vocab = model.config.vocab_size
-            factory = lambda: xgrammar_processor(tok, vocab, EXTRACTION_SCHEMA)  # noqa: E731
+            factory = xgrammar_factory(tok, vocab, EXTRACTION_SCHEMA)
+            hf_generate(model, tok, prompts[:2], 4, 2, factory)  # untimed warm-up, as deepinfer's
             seconds, tokens, texts = hf_generate(model, tok, prompts, args.max_tokens, args.hf_batch, factory)
             rows.append([f"transformers + xgrammar (batch {args.hf_batch})", dtype, args.requests,
                          f"{prompt_tokens:.0f}", "0", tokens, f"{seconds:.1f}", f"{tokens / seconds:.1f}",

@@ -13,6 +13,9 @@ Decode queries use the grouped-query layout [B, Hkv, Tq * G, D], where the G que
 a kv head (times the Tq new tokens) are rows of one matrix (no copy of k/v per head). Padding query rows of a prefill group
 repeat their sequence's last real token, so no row is fully masked (no NaN); their results are dropped.
 
+When every decode shares leading prefix-cache blocks, those are read once for the whole group
+(`cascade.py`).
+
 Results are not batch invariant (the fused kernel's blocking depends on the padded shapes):
 the invariant mode uses `kvcache/tiled.py`. Knows nothing about requests or scheduling.
 """
@@ -23,6 +26,8 @@ from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
+
+from deepinfer.kvcache import cascade
 
 # Sequences with at most this many new tokens attend in the decode group's grouped-query layout.
 # Jump-forward steps feed a sampled token plus 1-3 forced ones; keeping them with the plain decodes
@@ -39,6 +44,7 @@ class Group:
     q_index: torch.Tensor           # [B * Tq] rows of the packed q
     q_pos: torch.Tensor             # [B, Tq] absolute positions of the query rows
     tq: int
+    shared: cascade.SharedPrefix | None = None   # leading blocks read once per class (cascade.py)
     masks: dict = field(default_factory=dict)  # (window, dtype[, G]) -> additive mask [B, 1, Tq(*G), S]
 
     @property
@@ -58,6 +64,14 @@ class Group:
         key = (window, dtype, group)
         if key not in self.masks:
             self.masks[key] = self.mask(window, dtype, block_size).repeat_interleave(group, dim=2)
+        return self.masks[key]
+
+    def suffix_mask(self, dtype: torch.dtype, block_size: int, group: int) -> torch.Tensor:
+        """grouped_mask without its first `shared` blocks of keys (no window): [B, 1, Tq * G, S']."""
+        key = ("suffix", dtype, group)
+        if key not in self.masks:
+            full = self.grouped_mask(None, dtype, block_size, group)
+            self.masks[key] = full[..., self.shared.blocks * block_size:].contiguous()
         return self.masks[key]
 
     def _mask(self, window: int | None, dtype: torch.dtype, block_size: int) -> torch.Tensor:
@@ -98,7 +112,11 @@ class BatchedPlan:
             rows = torch.arange(tq).clamp_(max=s.num_new - 1)          # padding repeats the last row
             q_index[i] = offset + rows
             q_pos[i] = s.num_cached + rows
-        return Group(table, q_index.view(-1), q_pos, tq)
+        group = Group(table, q_index.view(-1), q_pos, tq)
+        if len(members) > 1 and tq <= SHORT_CHUNK:
+            group.shared = cascade.shared_prefix([s.block_ids for s, _ in members],
+                                                 [s.num_cached for s, _ in members], self.block_size)
+        return group
 
     def _inverse(self, members) -> torch.Tensor | None:
         """members in group order; token t of the packed batch -> its row among the group outputs."""
@@ -112,6 +130,16 @@ class BatchedPlan:
                 row += g.tq
         return None if natural and row == self.num_tokens else inverse
 
+    @staticmethod
+    def _gather(g: Group, k_blocks: torch.Tensor, v_blocks: torch.Tensor):
+        """The group's blocks as [B, Hkv, S, D] keys and values (one copy per layer and step)."""
+        flat = g.block_table.view(-1)
+        keys = g.block_table.shape[1] * k_blocks.shape[1]
+        hkv = k_blocks.shape[2]
+        k = k_blocks.index_select(0, flat).view(g.batch, keys, hkv, -1).transpose(1, 2)
+        v = v_blocks.index_select(0, flat).view(g.batch, keys, hkv, -1).transpose(1, 2)
+        return k, v
+
     def attend(self, q: torch.Tensor, k_pool: torch.Tensor, v_pool: torch.Tensor, *, scale: float,
                window: int | None) -> torch.Tensor:
         """q [T, H, Dk] (new tokens), pools [slots, Hkv, D] (already holding them) -> [T, H, Dv]."""
@@ -121,19 +149,21 @@ class BatchedPlan:
         v_blocks = v_pool.view(-1, bs, hkv, dv)
         outs = []
         for g, grouped in zip(self.groups, self.grouped):
-            flat = g.block_table.view(-1)
-            keys = g.block_table.shape[1] * bs
-            k = k_blocks.index_select(0, flat).view(g.batch, keys, hkv, dk).transpose(1, 2)  # [B, Hkv, S, Dk]
-            v = v_blocks.index_select(0, flat).view(g.batch, keys, hkv, dv).transpose(1, 2)  # [B, Hkv, S, Dv]
             qg = q.index_select(0, g.q_index)                                                 # [B*Tq, H, Dk]
             if grouped:  # grouped-query rows: [B, Hkv, Tq * G, Dk] against one kv head each
                 group = heads // hkv
-                mask = g.grouped_mask(window, q.dtype, bs, group)
                 qg = qg.view(g.batch, g.tq, hkv, group, dk).transpose(1, 2).reshape(g.batch, hkv, -1, dk)
-                out = F.scaled_dot_product_attention(qg, k, v, attn_mask=mask, scale=scale)
+                if g.shared is not None and window is None and dk == dv:  # shared prefix read once (cascade.py)
+                    mask = g.suffix_mask(q.dtype, bs, group)
+                    out = cascade.attend(qg, k_blocks, v_blocks, g.block_table, g.shared, mask, scale)
+                else:
+                    k, v = self._gather(g, k_blocks, v_blocks)
+                    mask = g.grouped_mask(window, q.dtype, bs, group)
+                    out = F.scaled_dot_product_attention(qg, k, v, attn_mask=mask, scale=scale)
                 out = out.view(g.batch, hkv, g.tq, group, dv).transpose(1, 2)                # [B, Tq, Hkv, G, Dv]
                 outs.append(out.reshape(g.batch * g.tq, heads, dv))
             else:
+                k, v = self._gather(g, k_blocks, v_blocks)
                 mask = g.mask(window, q.dtype, bs)
                 qg = qg.view(g.batch, g.tq, heads, dk).transpose(1, 2)                        # [B, H, Tq, Dk]
                 out = F.scaled_dot_product_attention(qg, k, v, attn_mask=mask, scale=scale,

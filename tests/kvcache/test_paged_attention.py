@@ -72,3 +72,42 @@ def test_invariant_mode_is_bitwise_independent_of_batch_and_chunking():
             bm.free(o[0])
         pos += n
     assert torch.equal(torch.cat(pieces), alone)
+
+
+@pytest.mark.parametrize("window", [None, 5])
+@pytest.mark.parametrize("copies", [1, 2])
+def test_decodes_sharing_prefix_blocks_match_dense_attention(window, copies):
+    """Decodes whose tables share leading blocks (prefix-cache hits) take the cascade path
+    (which needs equal key and value head sizes, unlike the MLA-like shapes above)."""
+    pool = KVPool([LayerShape((HKV, DK), (HKV, DK))], 64, BS, torch.float32)
+
+    def rand_seq(n, seed):
+        g = torch.Generator().manual_seed(seed)
+        return (torch.randn(n, H, DK, generator=g), torch.randn(n, HKV, DK, generator=g),
+                torch.randn(n, HKV, DK, generator=g))
+
+    shared, prefix = [0, 1, 2, 3], 16                     # 4 blocks of BS=4 tokens
+    pq, pk, pv = rand_seq(prefix, 99)
+    # copies=2: the last sequence computed the same prefix into its own blocks (admitted in the same step)
+    prefixes = [shared, shared, shared if copies == 1 else [40, 41, 42, 43]]
+    for blocks in {tuple(b) for b in prefixes}:
+        PagedKVCache(pool, [SeqSlice(list(blocks), 0, prefix)], invariant=False).attend(0, pq, pk, pv, scale=0.25)
+    lengths, new = [5, 9, 3], [1, 3, 1]                     # own tokens after the prefix; last ones are new
+    own_blocks = [[10, 11, 12], [20, 21, 22], [30, 31]]
+    data = [rand_seq(n, 7 + i) for i, n in enumerate(lengths)]
+    for start, blocks, (q, k, v), n, m in zip(prefixes, own_blocks, data, lengths, new):   # earlier own tokens
+        PagedKVCache(pool, [SeqSlice(start + blocks, prefix, n - m)], invariant=False).attend(
+            0, q[:n - m], k[:n - m], v[:n - m], scale=0.25)
+    slices = [SeqSlice(a + b, prefix + n - m, m) for a, b, n, m in zip(prefixes, own_blocks, lengths, new)]
+    cache = PagedKVCache(pool, slices, invariant=False)
+    assert cache.plan.groups[0].shared.blocks == 4 and len(cache.plan.groups[0].shared.classes) == copies
+    out = cache.attend(0, torch.cat([q[n - m:] for (q, _, _), n, m in zip(data, lengths, new)]),
+                       torch.cat([k[n - m:] for (_, k, _), n, m in zip(data, lengths, new)]),
+                       torch.cat([v[n - m:] for (_, _, v), n, m in zip(data, lengths, new)]),
+                       scale=0.25, sliding_window=window)
+    offset = 0
+    for (q, k, v), n, m in zip(data, lengths, new):
+        ref = causal_attention(q[n - m:], torch.cat([pk, k]), torch.cat([pv, v]), prefix + n - m,
+                               scale=0.25, sliding_window=window)
+        torch.testing.assert_close(out[offset:offset + m], ref, rtol=1e-5, atol=1e-5)
+        offset += m

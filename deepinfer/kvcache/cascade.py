@@ -1,0 +1,104 @@
+"""Cascade attention for decodes that share a cached prefix: read the shared blocks once.
+
+When the prefix cache serves the same leading blocks to every sequence of the decode group
+(requests with a common system prompt or instructions), batched decode attention would gather
+those blocks once per sequence, then read each copy again. Here the group's query rows attend
+the shared keys all together, as one batch item (the blocks are gathered once, a few hundred
+keys), and each sequence's own suffix separately; the two partial results are merged with
+their log-sum-exps:
+
+    out = (out_p * exp(lse_p - m) + out_s * exp(lse_s - m)) / (exp(lse_p - m) + exp(lse_s - m))
+
+Measured motivation (SmolLM2-135M, 32 extraction requests sharing 128 prompt tokens of ~370,
+float32, 1 thread): the per-step KV gather and attention took 70 ms of a 210 ms decode step.
+
+Only for windowless layers with equal key and value head sizes (the CPU flash kernel that returns
+the log-sum-exp needs them), and only with prefix blocks every query row of the group sees in
+full (a shared block ends at or before every member's first new token), so the shared part
+needs no mask and every row keeps its own token in the suffix (no empty softmax). The split
+changes the summation order: results are not bitwise equal to one fused call (this is the
+default, not the batch-invariant, path). Knows nothing about requests or scheduling.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+# Fewer shared keys than this are not worth a second kernel call and the merge.
+MIN_SHARED_BLOCKS = 4
+# Members are split into classes by their leading blocks (two requests admitted in the same step
+# compute the same prompt prefix into different blocks); more classes than this: no cascade.
+MAX_CLASSES = 4
+
+_flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu  # (out, logsumexp [B, H, L] float32)
+
+
+@dataclass
+class SharedPrefix:
+    """The first `blocks` blocks of every member, read once per class of members that share them."""
+
+    blocks: int
+    classes: list[tuple[torch.Tensor, torch.Tensor]]   # (member rows [m], their common block ids [blocks])
+
+
+def shared_prefix(block_ids: list[list[int]], first_new: list[int], block_size: int) -> SharedPrefix | None:
+    """The longest leading run of blocks that splits the members into at most MAX_CLASSES classes
+    of identical blocks, all before each member's first new token; None when not worth it."""
+    limit = min(min(first_new) // block_size, *(len(ids) for ids in block_ids))
+    best = None
+    for n in range(MIN_SHARED_BLOCKS, limit + 1):
+        classes: dict[tuple[int, ...], list[int]] = {}
+        for row, ids in enumerate(block_ids):
+            classes.setdefault(tuple(ids[:n]), []).append(row)
+        if len(classes) > MAX_CLASSES or max(len(rows) for rows in classes.values()) < 2:
+            break
+        best = (n, classes)
+    if best is None:
+        return None
+    n, classes = best
+    return SharedPrefix(n, [(torch.tensor(rows, dtype=torch.long), torch.tensor(key, dtype=torch.long))
+                            for key, rows in classes.items()])
+
+
+def attend(q: torch.Tensor, k_blocks: torch.Tensor, v_blocks: torch.Tensor, table: torch.Tensor,
+           shared: SharedPrefix, suffix_mask: torch.Tensor, scale: float) -> torch.Tensor:
+    """q [B, Hkv, R, Dk] (R rows per kv head); blocks [N, bs, Hkv, D]; table [B, nb];
+    suffix_mask [B, 1, R or 1, S - shared.blocks * bs] -> [B, Hkv, R, Dv]."""
+    batch, hkv, rows, dk = q.shape
+    bs, dv = k_blocks.shape[1], v_blocks.shape[3]
+    if len(shared.classes) == 1:
+        out_p, lse_p = _prefix_attention(q, k_blocks, v_blocks, shared.classes[0][1], scale)
+    else:
+        out_p = q.new_empty(batch, hkv, rows, dv)
+        lse_p = torch.empty(batch, hkv, rows, dtype=torch.float32)
+        for members, blocks in shared.classes:
+            out, lse = _prefix_attention(q.index_select(0, members), k_blocks, v_blocks, blocks, scale)
+            out_p.index_copy_(0, members, out)
+            lse_p.index_copy_(0, members, lse)
+
+    own = table[:, shared.blocks:].reshape(-1)
+    keys = (table.shape[1] - shared.blocks) * bs
+    ks = k_blocks.index_select(0, own).view(batch, keys, hkv, dk).transpose(1, 2)      # [B, Hkv, S', Dk]
+    vs = v_blocks.index_select(0, own).view(batch, keys, hkv, dv).transpose(1, 2)      # [B, Hkv, S', Dv]
+    out_s, lse_s = _flash(q, ks, vs, attn_mask=suffix_mask, scale=scale)                # [B, Hkv, R, *]
+
+    top = torch.maximum(lse_p, lse_s)
+    wp = (lse_p - top).exp_().unsqueeze(-1)                                              # [B, Hkv, R, 1]
+    ws = (lse_s - top).exp_().unsqueeze(-1)
+    out = (out_p.float() * wp + out_s.float() * ws) / (wp + ws)
+    return out.to(q.dtype)
+
+
+def _prefix_attention(q, k_blocks, v_blocks, blocks: torch.Tensor, scale: float):
+    """All rows of q [m, Hkv, R, Dk] over the same blocks, unmasked, as one batch item of m * R rows
+    -> out [m, Hkv, R, Dv], logsumexp [m, Hkv, R]."""
+    members, hkv, rows, dk = q.shape
+    keys, dv = blocks.numel() * k_blocks.shape[1], v_blocks.shape[3]
+    kp = k_blocks.index_select(0, blocks).view(1, keys, hkv, dk).transpose(1, 2)       # [1, Hkv, P, Dk]
+    vp = v_blocks.index_select(0, blocks).view(1, keys, hkv, dv).transpose(1, 2)       # [1, Hkv, P, Dv]
+    qp = q.transpose(0, 1).reshape(1, hkv, members * rows, dk)                          # [1, Hkv, m*R, Dk]
+    out, lse = _flash(qp, kp, vp, scale=scale)
+    return (out.view(hkv, members, rows, dv).transpose(0, 1),
+            lse.view(hkv, members, rows).transpose(0, 1))
