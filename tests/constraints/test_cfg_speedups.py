@@ -61,10 +61,12 @@ def _entries(scans: ScanCache, run) -> tuple[set, set]:
 # a key trie with several branches: first-byte groups too small for tails, two-byte
 # prefixes leaving the trie for one "any other key" state (tails at offset 2)
 TRIE = r'"([^"abcdefgh]|a[^"b]|b[^"c]|c[^"d]|d[^"e]|e[^"f]|f[^"g]|g[^"h]|h[^"a])[^"]*"'
-FOLLOWS = (",} ]", ':"')  # two follow sets on one cache: tails are shared across follows
+FOLLOWS = (",} ]", ':"a')
+# forced literals (literal_runs.py): a property key lexeme, a keyword that may go on
+LITERALS = [r'"properties": ?', r'null|nullable', r'"\$schema":[ ]{0,2}']  # two follow sets on one cache: tails are shared across follows
 
 
-@pytest.mark.parametrize("pattern", PATTERNS + [TRIE])
+@pytest.mark.parametrize("pattern", PATTERNS + [TRIE] + LITERALS)
 def test_root_runs_equal_plain_walks(deepseek_vocab, monkeypatch, pattern):
     lex = _lexeme(pattern)
     follows = []
@@ -83,11 +85,13 @@ def test_root_runs_equal_plain_walks(deepseek_vocab, monkeypatch, pattern):
            for q in range(len(lex.trans)) if (lex.trans[q] >= 0).any()}
     assert any(s is not None for s in splits) or pattern not in PATTERNS[-5:], "should use chains"
     assert pattern != TRIE or any(key[1] == 2 for key in fast.tails), "should use two-byte tails"
+    assert pattern not in LITERALS or scan.literal_prefix(lex.trans, lex.accepting, lex.start, 16)
 
     monkeypatch.setattr(scan, "root_walk", lambda scans, key, trans, accepting, state, follow, idx,
                         inside, hit_idx, hit_off: ScanCache._walk_uniform(
                             scans, trans.reshape(-1), accepting, follow, idx, 0, state, inside, hit_idx, hit_off))
     monkeypatch.setattr(scan, "chain_split", lambda *args: None)
+    monkeypatch.setattr(scan, "literal_prefix", lambda *args: None)
     monkeypatch.setattr(ScanCache, "_loop_shortcut", lambda self, t, a, s, f, idx: (idx, None))
     slow = ScanCache(deepseek_vocab)
     for (q, i), entries in got.items():

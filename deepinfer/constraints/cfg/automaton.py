@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..masks import pack_mask
 from ..vocab import Vocabulary
 from .earley import Chart, Parser
 from .follow import follow_first_bytes
@@ -150,11 +151,9 @@ class CfgAutomaton:
                 np.bitwise_or(row, extra, out=row)
         else:
             row[:] = 0
-        if ids:
-            bits = np.zeros(self.vocab.words * 32, dtype=bool)  # ids repeat across runs
-            for part in ids:
-                bits[part] = True
-            np.bitwise_or(row, np.packbits(bits, bitorder="little").view("<i4"), out=row)
+        if ids:  # ids repeat across runs (pack_mask allows that); sparse packing when few
+            np.bitwise_or(row, pack_mask(ids[0] if len(ids) == 1 else np.concatenate(ids), self.vocab),
+                          out=row)
 
     def _explore(self, ctx, chart: Chart, threads, scope: int, rows: list, ids: list) -> None:
         """Collect tokens of `scope` allowed from (chart, threads)."""

@@ -23,10 +23,12 @@ import numpy as np
 
 from ..masks import _ranges, pack_mask
 from .chain_runs import chain_split
+from .literal_runs import literal_prefix, literal_walk
 from .tails import SPLIT_MIN, root_walk
 from ..vocab import Vocabulary
 
 ROOT = 0
+SMALL_ROOT = 2_048  # root runs with fewer inside tokens keep ids (a packed row costs more)
 MAX_ENTRIES = 20_000_000  # scope entries kept per vocabulary (16 bytes each) before a reset
 
 
@@ -40,8 +42,8 @@ class Scope:
 class Run:
     """Result of one (DFA, state, scope) run."""
 
-    inside_row: np.ndarray | None   # int32 [words] packed, root scope only
-    inside_ids: np.ndarray          # int32 [m] token ids (non-root scopes)
+    inside_row: np.ndarray | None   # int32 [words] packed (big root-scope runs only)
+    inside_ids: np.ndarray          # int32 [m] token ids (otherwise)
     child: int | None                      # scope id of the boundary-crossing entries
 
 
@@ -64,6 +66,7 @@ class ScanCache:
         self.tails: dict = {}        # (state_digest, offset) -> tails.Tail
         self.state_digests: dict = {}  # (trans address, rows, state) -> (digest, trans kept alive)
         self._longer: dict[int, np.ndarray] = {}
+        self._sorted_tokens: list[bytes] | None = None
         self.follow_ids: dict[bytes, int] = {}
         self.follows: list[np.ndarray] = []
 
@@ -83,6 +86,13 @@ class ScanCache:
         if got is None:
             got = self._longer[offset] = np.flatnonzero(self.vocab.sorted_lengths > offset).astype(np.int64)
         return got
+
+    def sorted_tokens(self) -> list[bytes]:
+        """Token bytes in sorted-position order (for binary searches; built once)."""
+        if self._sorted_tokens is None:
+            tb = self.vocab.token_bytes
+            self._sorted_tokens = [tb[i] for i in self.vocab.sorted_ids.tolist()]
+        return self._sorted_tokens
 
     def follow_id(self, follow: np.ndarray) -> int:
         """A small id for a bool [256] set of bytes that may follow a lexeme."""
@@ -190,7 +200,10 @@ class ScanCache:
         hit_idx: list[np.ndarray] = []
         hit_off: list[np.ndarray] = []
         base_row = None
-        if scope_id == ROOT:
+        literal = None if scope_id != ROOT else literal_prefix(trans, accepting, state, mat.shape[1])
+        if literal is not None:  # a forced literal first (literal_runs.py)
+            literal_walk(self, trans, accepting, follow, literal[0], literal[1], inside, hit_idx, hit_off)
+        elif scope_id == ROOT:
             live = _live_keys(trans, accepting, state, follow)
             split = None if live is None else chain_split(self, trans, accepting, state, follow, live,
                                                           SPLIT_MIN)
@@ -225,7 +238,7 @@ class ScanCache:
             self.scopes.append(Scope(np.concatenate(hit_idx), np.concatenate(hit_off)))
             self.entries += len(self.scopes[-1].positions)
         ids = vocab.sorted_ids[np.concatenate(inside)] if inside else np.zeros(0, np.int32)
-        if scope_id == ROOT:
+        if scope_id == ROOT and (base_row is not None or ids.size > SMALL_ROOT):
             row = pack_mask(ids, vocab)
             if base_row is not None:
                 row |= base_row
