@@ -30,7 +30,11 @@ from .lexemes import Bnf, lexeme_index
 from .scan import MAX_ENTRIES, ROOT, ScanCache
 
 MAX_FORCED = 4096
-Thread = tuple  # (lexeme index, origin set, dfa state)
+Thread = tuple  # (lexeme index, origin set, dfa state or AT_START)
+# A new thread sits at its lexeme's start without touching the DFA: building it
+# (lexeme.py, tens of ms) waits until a byte it can start with arrives or a mask
+# needs it, so threads that die at the next byte of a token never pay for one.
+AT_START = -1
 
 
 @dataclass(frozen=True, eq=False)
@@ -66,7 +70,7 @@ class CfgAutomaton:
     def _with_new_threads(self, chart: Chart, threads: tuple) -> CfgState:
         k = len(chart) - 1
         lexemes = self.lexemes
-        new = tuple((lexeme_index(s), k, lexemes[lexeme_index(s)].start) for s in chart[k].lexemes)
+        new = tuple((lexeme_index(s), k, AT_START) for s in chart[k].lexemes)
         return CfgState(chart, threads + new, True)
 
     def _complete(self, chart: Chart, done: list[tuple[int, int]]) -> Chart:
@@ -80,6 +84,10 @@ class CfgAutomaton:
         moved, done = [], []
         for lex, origin, q in state.threads:
             lexeme = lexemes[lex]
+            if q < 0:
+                if not lexeme.first_bytes[byte]:
+                    continue
+                q = lexeme.start
             row = lexeme.rows[q]
             q2 = (row if row is not None else lexeme.row(q))[byte]
             if q2 < 0:
@@ -130,6 +138,8 @@ class CfgAutomaton:
         return bytes(out)
 
     def _live_bytes(self, lex: int, q: int) -> tuple[int, ...]:
+        if q < 0:
+            q = self.lexemes[lex].start
         key = (lex, q)
         got = self._live.get(key)
         if got is None:
@@ -160,6 +170,8 @@ class CfgAutomaton:
         lexemes, (scans, follow_ids) = self.lexemes, ctx
         for lex, origin, q in threads:
             lexeme = lexemes[lex]
+            if q < 0:
+                q = lexeme.start
             run = scans.run(lexeme.digest, lexeme.trans, lexeme.accepting, q, scope, follow_ids[lex])
             if run.inside_row is not None:
                 rows.append(run.inside_row)
