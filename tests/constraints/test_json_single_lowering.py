@@ -41,3 +41,26 @@ def test_recursive_schema_is_lowered_once(monkeypatch):
         {"type": "object", "properties": {"n": {"type": "integer"}}})
     assert compiled.stats["back_end"] == "cfg"
     assert len(calls) == 1 and calls[0]["split"] is True
+
+
+def _accepts(compiled, text: str) -> bool:
+    from deepinfer.constraints import Matcher
+
+    matcher = Matcher(compiled)
+    return all(matcher.accept_token(b) for b in text.encode()) and matcher.is_completed()
+
+
+def test_larger_regular_schema_goes_to_the_cfg_back_end():
+    from deepinfer.constraints.frontends import json_compile
+
+    props = {f"field_{i}": {"type": "string", "maxLength": 5} for i in range(12)}
+    schema = {"type": "object", "properties": props, "required": ["field_0"], "additionalProperties": False}
+    plain = unsplit(lower_json_schema(schema, split=True))
+    assert not is_recursive(plain)
+    assert json_compile._nfa_states(plain, None) > json_compile.DFA_FIRST_MAX_NFA_STATES
+    compiled = GrammarCompiler(_vocab()).compile_json_schema(schema)
+    assert compiled.stats["back_end"] == "cfg"
+    assert _accepts(compiled, '{"field_0": "ab", "field_3": ""}')
+    assert not _accepts(compiled, '{"field_0": "abcdef"}')
+    assert not _accepts(compiled, '{"field_1": "a"}')
+    assert not _accepts(compiled, '{"field_0": "a", "other": 1}')

@@ -1,8 +1,8 @@
 """JSON Schema -> CompiledConstraint: the back-end choice for the JSON Schema front end.
 
 Owns `compile_json_schema(compiler, schema, **options)` (GrammarCompiler calls it through
-json_schema): lower once with one rule per sub-schema, try one DFA for a regular grammar of
-moderate size, otherwise give the split grammar to the context-free back end; wrap the automaton
+json_schema): lower once with one rule per sub-schema, build one DFA for a small regular
+grammar, otherwise give the split grammar to the context-free back end; wrap the automaton
 in `constraints.unique.UniqueItemsAutomaton` when `uniqueItems` is left to the matcher; and
 fail closed (ConstraintError) rather than run into a caller's timeout on schemas whose
 lowering alone is slow. Knows the IR and the compiler's public pieces, not tokens.
@@ -17,15 +17,19 @@ from deepinfer.constraints.errors import ConstraintError
 
 from . import json_arrays
 
-SINGLE_DFA_MAX_NFA_STATES = 30_000  # larger regular grammars go to the context-free back end
+# A regular grammar this small becomes one DFA (a few ms to build; fastest masks). Larger ones
+# go to the context-free back end too: its lexemes are shared between schemas and built on
+# first use, where one DFA took 8-30 ms for a typical function-call schema (700-2000 NFA states).
+DFA_FIRST_MAX_NFA_STATES = 400
+SINGLE_DFA_MAX_NFA_STATES = 30_000  # one DFA, if the context-free back end refuses a regular grammar
 FIRST_LOWERING_MAX_S = 2.0  # the slowest passing MaskBench schemas lower in < 1 s
 
 
 def compile_json_schema(compiler, schema, **options):
     """GrammarCompiler's back-end choice for JSON Schema (called by compile_json_schema).
 
-    A regular grammar of moderate size becomes one DFA (fastest masks). A recursive or
-    large one goes to the context-free back end with every sub-schema in its own rule
+    A small regular grammar becomes one DFA (fastest masks). A recursive or larger
+    one goes to the context-free back end with every sub-schema in its own rule
     (`split=True`), so that back end compiles many small lexeme DFAs (shared when equal,
     e.g. forty `maxLength: 256` strings) instead of one huge automaton.
     """
@@ -57,21 +61,17 @@ def _compile(compiler, schema, options, CompiledConstraint, is_recursive, build_
         # back ends take several times as long as lowering on such grammars: fail now, not time out
         raise ConstraintError(f"JSON Schema too complex: lowering alone took {t1 - t0:.1f} s")
     regular = not is_recursive(grammar)
-    if regular:
-        try:
-            build_nfa(grammar, SINGLE_DFA_MAX_NFA_STATES)
-        except ConstraintError:
-            regular = False
+    states = _nfa_states(grammar, build_nfa) if regular else None
     automaton = None
-    if regular:
-        try:
-            automaton = compiler.build_automaton(grammar)
-        except ConstraintError as exc:  # one DFA is too large: many small ones may not be
-            if "too large" not in str(exc) and "too complex" not in str(exc):
-                raise
-            regular = False
+    if regular and states <= DFA_FIRST_MAX_NFA_STATES:
+        automaton = _one_dfa(compiler, grammar)
     if automaton is None:
-        automaton = compiler.build_automaton(split)
+        try:
+            automaton = compiler.build_automaton(split)
+        except ConstraintError as exc:  # many lexemes too many: one DFA may still do
+            if not (regular and states <= SINGLE_DFA_MAX_NFA_STATES and _too_big(exc)):
+                raise
+            automaton = compiler.build_automaton(grammar)
     dfa = getattr(automaton, "dfa", None)
     if any(note.startswith(json_arrays.UNIQUE_NOTE) for note in grammar.annotations):
         from deepinfer.constraints.unique import UniqueItemsAutomaton
@@ -80,10 +80,35 @@ def _compile(compiler, schema, options, CompiledConstraint, is_recursive, build_
 
         automaton = UniqueItemsAutomaton(automaton, UniquePolicy(load_schema(schema)))
     stats = {"lower_s": t1 - t0, "build_s": time.perf_counter() - t1,
-             "back_end": "dfa" if regular else "cfg"}
+             "back_end": "dfa" if dfa is not None else "cfg"}
     if dfa is not None:
         stats["dfa_states"] = dfa.num_states
     return CompiledConstraint("json_schema", grammar, automaton, compiler.vocab, stats)
+
+
+def _nfa_states(grammar, build_nfa) -> int:
+    """The NFA size of a regular grammar, from the IR (ir_facts; exact)."""
+    from deepinfer.constraints import ir
+    from deepinfer.constraints.ir_facts import FactsCache
+
+    try:
+        return FactsCache(grammar.rules).of(ir.RuleRef(grammar.start)).states
+    except KeyError:  # an undefined rule: the NFA build reports it
+        return len(build_nfa(grammar).eps)
+
+
+def _one_dfa(compiler, grammar):
+    """The grammar as one DFA, or None when that is too large."""
+    try:
+        return compiler.build_automaton(grammar)
+    except ConstraintError as exc:
+        if not _too_big(exc):
+            raise
+        return None
+
+
+def _too_big(exc: ConstraintError) -> bool:
+    return "too large" in str(exc) or "too complex" in str(exc)
 
 
 def _warm_jsonschema() -> None:
