@@ -47,16 +47,17 @@ def bucket_bits(mask: np.ndarray) -> np.ndarray:
     return np.packbits(padded, axis=-1, bitorder="little").view("<u8")
 
 
-def char_steps(trans: np.ndarray) -> np.ndarray:
-    """int32 [S, 131]: the state after one character of each bucket, if all the
-    bucket's characters agree (ASCII buckets are single characters)."""
-    n = trans.shape[0]
+def char_steps(trans: np.ndarray, states: np.ndarray | None = None) -> np.ndarray:
+    """int32 [S, 131] (or [len(states), 131]): the state after one character of each
+    bucket, if all the bucket's characters agree (ASCII buckets are single characters)."""
+    rows = np.arange(trans.shape[0], dtype=np.int64) if states is None else np.asarray(states, np.int64)
+    n = rows.shape[0]
     steps = np.full((n, BUCKETS), -1, dtype=np.int32)
-    steps[:, :128] = trans[:, :128]
+    steps[:, :128] = trans[rows, :128]
     agree = {}
     for bucket, lo, hi in _MULTIBYTE:
         for seq in utf8_sequences(lo, hi):
-            cur, ok = np.arange(n, dtype=np.int64), np.ones(n, dtype=bool)
+            cur, ok = rows.copy(), np.ones(n, dtype=bool)
             for b_lo, b_hi in seq:
                 block = trans[np.maximum(cur, 0), b_lo:b_hi + 1]        # [S, k]
                 ok &= (cur >= 0) & (block == block[:, :1]).all(axis=1)
@@ -78,7 +79,30 @@ def loop_bits(trans: np.ndarray) -> Loops:
     return Loops(steps, bits, [np.ascontiguousarray(~bits[:, w]) for w in range(3)], bits.any(axis=1))
 
 
-def chain(loops: Loops, state: int):
+class LazySteps:
+    """Character steps of a big DFA's states computed when chain() asks for them
+    (`steps[q]`, `chains`), for DFAs where only a few states are ever visited:
+    loop_bits over every state of a maxLength-256 string costs ~15 ms."""
+
+    def __init__(self, trans: np.ndarray) -> None:
+        self.trans = trans
+        self.steps = _StepRows(trans)
+        self.chains: dict = {}
+
+
+class _StepRows:
+    def __init__(self, trans: np.ndarray) -> None:
+        self.trans, self.rows = trans, {}
+
+    def __getitem__(self, q) -> np.ndarray:
+        q = int(q)
+        row = self.rows.get(q)
+        if row is None:
+            row = self.rows[q] = char_steps(self.trans, np.array([q]))[0]
+        return row
+
+
+def chain(loops: "Loops | LazySteps", state: int):
     """(inter uint64 [K+1, 3], ends int32 [K+1]) or None: after k characters all
     in inter[k], a token ends in ends[k]; follows each state's most common step."""
     hit = loops.chains.get(state)

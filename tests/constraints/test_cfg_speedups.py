@@ -143,3 +143,19 @@ def test_lexeme_split_fails_closed_after_its_time_budget():
     split_grammar(grammar, Limits())  # within budget: fine
     with pytest.raises(ConstraintError, match="too complex"):
         split_grammar(grammar, Limits(time_budget_s=-1.0))
+
+
+@pytest.mark.parametrize("pattern", [r'"([^"\\]|\\["\\nt]){0,300}"', r'[a-z0-9]{2,}x|[^"]{5,280}!'])
+def test_lazy_character_steps_equal_full_tables(pattern):
+    from deepinfer.constraints.chains import LazySteps, chain, loop_bits
+
+    trans = _lexeme(pattern).trans
+    full, lazy = loop_bits(trans), LazySteps(trans)
+    states = range(0, trans.shape[0], 7)
+    for q in states:
+        assert np.array_equal(lazy.steps[q], full.steps[q])
+    for q in states:
+        a, b = chain(full, q), chain(lazy, q)
+        assert (a is None) == (b is None)
+        if a is not None:
+            assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])

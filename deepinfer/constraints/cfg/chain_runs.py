@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..chains import bucket_bits, chain, loop_bits, loop_cover
+from ..chains import LazySteps, bucket_bits, chain, loop_bits, loop_cover
 from ..masks import pack_mask
 
+LAZY_STATES = 256  # bigger lexeme DFAs get character steps per visited state (chains.LazySteps)
 # first bytes of the 2-, 3- and 4-byte character buckets (chains.BUCKETS 128..130)
 _LEADS = ((128, 0xC2, 0xDF), (129, 0xE0, 0xEF), (130, 0xF0, 0xF4))
 
@@ -42,7 +43,8 @@ def chain_split(scans, trans, accepting, state: int, follow, live: np.ndarray, m
     key = (trans.ctypes.data, trans.shape[0])
     hit = scans.char_loops.get(key)
     if hit is None:
-        hit = scans.char_loops[key] = (loop_bits(trans), trans)  # keep trans alive
+        steps = loop_bits(trans) if trans.shape[0] <= LAZY_STATES else LazySteps(trans)
+        hit = scans.char_loops[key] = (steps, trans)  # keep trans alive
     ch = chain(hit[0], state)
     if ch is None:
         return None
@@ -89,7 +91,7 @@ def _uniform(loops, inter: np.ndarray, ends: np.ndarray) -> bool:
     Why: chains.chain intersects the sets along the way, so a key trie node
     (few letters to a child, the rest to "any other key") makes a chain over
     that node's small set whose cover misses most tokens; tails do better there."""
-    steps = loops.steps.take(ends[:-1], axis=0)                     # [K, 131]
+    steps = np.stack([loops.steps[q] for q in ends[:-1].tolist()])   # [K, 131]
     raw = bucket_bits(steps == ends[1:, None])                       # [K, 3]
     return bool((raw == inter[1]).all())
 
