@@ -97,9 +97,23 @@ class _StepRows:
     def __getitem__(self, q) -> np.ndarray:
         q = int(q)
         row = self.rows.get(q)
-        if row is None:
-            row = self.rows[q] = char_steps(self.trans, np.array([q]))[0]
+        if row is None:  # one batch for the states chain() will likely ask for next
+            path = [s for s in dict.fromkeys(self._ascii_path(q)) if s not in self.rows]
+            for s, got in zip(path, char_steps(self.trans, np.array(path))):
+                self.rows[s] = got
+            row = self.rows[q]
         return row
+
+    def _ascii_path(self, q: int) -> list[int]:
+        """q and its most common ASCII successors, MAX_CHAIN deep (chain()'s usual path)."""
+        path = [q]
+        for _ in range(MAX_CHAIN):
+            row = self.trans[path[-1], :128]
+            live = row[row >= 0]
+            if not live.size:
+                break
+            path.append(int(np.bincount(live).argmax()))
+        return path
 
 
 def chain(loops: "Loops | LazySteps", state: int):
