@@ -60,6 +60,7 @@ def unroll_tail_recursion(grammar: ir.Grammar) -> ir.Grammar:
     """
     nonregular = nonregular_rules(grammar)
     rules = dict(grammar.rules)
+    changed = False
     for name, body in grammar.rules.items():
         if name not in nonregular:
             continue
@@ -74,7 +75,12 @@ def unroll_tail_recursion(grammar: ir.Grammar) -> ir.Grammar:
                 base.append(branch)
         if recursive and base:
             rules[name] = ir.seq(ir.repeat(ir.alt(*recursive)), ir.alt(*base))
-    return ir.Grammar(rules, grammar.start, list(grammar.annotations))
+            changed = True
+    if not changed:  # the same object keeps its memo of referenced rules (walks of every body)
+        return grammar
+    out = ir.Grammar(rules, grammar.start, list(grammar.annotations))
+    out._refs.update(grammar._refs)  # entries are checked against the body object on use
+    return out
 
 
 def _mentions(expr: ir.Expr, names: set[str]) -> bool:
