@@ -39,3 +39,15 @@ def test_key_trie_automaton_is_linear_in_the_names():
     size = len(build_nfa(encode_expr(not_in(names))).eps)
     trie_nodes = len({n[:k] for n in names for k in range(len(n) + 1)})
     assert size < 20 * trie_nodes  # a complemented class per node made ~50
+
+
+def test_plain_literal_fast_path_matches_per_character_encoding():
+    from deepinfer.constraints import ir
+    from deepinfer.constraints.frontends.json_text import _PLAIN_TEXT, encode_codepoints
+
+    for cp in list(range(0x3000)) + list(range(0xD700, 0xE100)) + [0xFFFD, 0x10000, 0x10FFFF]:
+        single = ir.CharClass(((cp, cp),))
+        fast = _PLAIN_TEXT.fullmatch(chr(cp)) is not None
+        assert fast == (encode_codepoints(single) == single), hex(cp)
+    assert encode_expr(ir.Literal("name_1")) == ir.Literal("name_1")
+    assert encode_expr(ir.Literal("a/b")) != ir.Literal("a/b")  # "/" may also be written "\/"

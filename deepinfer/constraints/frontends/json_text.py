@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 
 from deepinfer.constraints import ir
 from deepinfer.constraints.ir import CharClass, Expr, alt, literal, optional, repeat, seq
@@ -94,6 +95,11 @@ def _escapes(cp: int) -> Expr:
     return alt(*forms)
 
 
+# text whose JSON encoding is itself and unique: no quote, backslash, control character,
+# "/" (also spelled "\/") or lone surrogate
+_PLAIN_TEXT = re.compile(r"[\x20\x21\x23-\x2e\x30-\x5b\x5d-\ud7ff\ue000-\U0010ffff]*")
+
+
 def encode_text(text: str) -> Expr:
     """The canonical JSON encoding of a decoded string's characters (no quotes)."""
     return literal(json.dumps(text, ensure_ascii=False)[1:-1])
@@ -104,6 +110,8 @@ def encode_expr(expr: Expr) -> Expr:
     """Map a regular expression over decoded characters to one over JSON string text."""
     match expr:
         case ir.Literal(text):
+            if _PLAIN_TEXT.fullmatch(text):  # every character stands for itself, one spelling
+                return expr
             return seq(*(encode_codepoints(CharClass.of([(ord(c), ord(c))])) for c in text))
         case CharClass():
             return encode_codepoints(expr)
