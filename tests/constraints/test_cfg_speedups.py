@@ -85,7 +85,7 @@ def test_root_runs_equal_plain_walks(deepseek_vocab, monkeypatch, pattern):
            for q in range(len(lex.trans)) if (lex.trans[q] >= 0).any()}
     assert any(s is not None for s in splits) or pattern not in PATTERNS[-5:], "should use chains"
     assert pattern != TRIE or any(key[1] == 2 for key in fast.tails), "should use two-byte tails"
-    assert pattern not in LITERALS or scan.literal_prefix(lex.trans, lex.accepting, lex.start, 16)
+    assert pattern not in LITERALS or scan.literal_prefix(fast, lex.trans, lex.accepting, lex.start, 16)
 
     monkeypatch.setattr(scan, "root_walk", lambda scans, key, trans, accepting, state, follow, idx,
                         inside, hit_idx, hit_off: ScanCache._walk_uniform(

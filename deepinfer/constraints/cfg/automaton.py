@@ -27,14 +27,19 @@ from ..vocab import Vocabulary
 from .earley import Chart, Parser
 from .follow import follow_first_bytes
 from .lexemes import Bnf, lexeme_index
+from .literal_runs import expr_literal, literal_scope
 from .scan import MAX_ENTRIES, ROOT, ScanCache
 
 MAX_FORCED = 4096
-Thread = tuple  # (lexeme index, origin set, dfa state or AT_START)
+Thread = tuple  # (lexeme index, origin set, dfa state, or -1 - i: i bytes into its literal)
 # A new thread sits at its lexeme's start without touching the DFA: building it
 # (lexeme.py, tens of ms) waits until a byte it can start with arrives or a mask
 # needs it, so threads that die at the next byte of a token never pay for one.
+# A lexeme that starts with a literal (a property key `"name":`) is read through
+# that literal, and masked there, without its DFA (literal_runs.py): of an
+# object's many key lexemes only the one taken is ever built.
 AT_START = -1
+STUCK = -(1 << 40)  # read its literal, but its DFA failed to build (empty language)
 
 
 @dataclass(frozen=True, eq=False)
@@ -64,6 +69,8 @@ class CfgAutomaton:
         self.follow_bytes = follow_first_bytes(bnf, self.parser.nullable)
         self._follow_ids: tuple[ScanCache | None, list[int]] = (None, [])
         self._live: dict[tuple[int, int], tuple[int, ...]] = {}
+        self._literals = [expr_literal(lexeme.expr) for lexeme in bnf.lexemes]
+        self._at_literal: dict[tuple[int, int], int | None] = {}
         self._initial = self._with_new_threads(self.parser.initial_chart(), ())
 
     # ------------------------------------------------------------- stepping
@@ -82,10 +89,26 @@ class CfgAutomaton:
     def _step(self, state: CfgState, byte: int) -> CfgState | None:
         lexemes = self.lexemes
         moved, done = [], []
+        literals = self._literals
         for lex, origin, q in state.threads:
             lexeme = lexemes[lex]
             if q < 0:
-                if not lexeme.first_bytes[byte]:
+                i, literal = -1 - q, literals[lex]
+                if i < len(literal):  # inside the literal: no accepting state before its end
+                    if byte != literal[i]:
+                        continue
+                    if i + 1 < len(literal):
+                        moved.append((lex, origin, q - 1))
+                        continue
+                    q2 = self._dfa_state(lex, i + 1)
+                    if q2 is None:  # the DFA failed to build: a dead end, as masks said
+                        moved.append((lex, origin, STUCK))
+                        continue
+                    moved.append((lex, origin, q2))
+                    if lexeme.accept_list[q2]:
+                        done.append((lex, origin))
+                    continue
+                if q == STUCK or not lexeme.first_bytes[byte]:
                     continue
                 q = lexeme.start
             row = lexeme.rows[q]
@@ -137,8 +160,27 @@ class CfgAutomaton:
             out.append(byte)
         return bytes(out)
 
+    def _dfa_state(self, lex: int, i: int) -> int | None:
+        """The DFA state after the first i bytes of the lexeme's literal (builds the
+        DFA); None if they lead nowhere (only when the DFA failed to build)."""
+        key = (lex, i)
+        if key not in self._at_literal:
+            lexeme = self.lexemes[lex]
+            q = lexeme.start
+            for byte in self._literals[lex][:i]:
+                q = int(lexeme.trans[q, byte])
+                if q < 0:
+                    break
+            self._at_literal[key] = q if q >= 0 else None
+        return self._at_literal[key]
+
     def _live_bytes(self, lex: int, q: int) -> tuple[int, ...]:
+        if q == STUCK:
+            return ()
         if q < 0:
+            literal = self._literals[lex]
+            if -1 - q < len(literal):
+                return (literal[-1 - q],)
             q = self.lexemes[lex].start
         key = (lex, q)
         got = self._live.get(key)
@@ -171,7 +213,18 @@ class CfgAutomaton:
         for lex, origin, q in threads:
             lexeme = lexemes[lex]
             if q < 0:
-                q = lexeme.start
+                if q == STUCK:
+                    continue
+                i, literal = -1 - q, self._literals[lex]
+                if i < len(literal):
+                    found, goes_on = literal_scope(scans, scope, literal[i:])
+                    q = self._dfa_state(lex, i) if goes_on else None
+                    if q is None:  # no entry reads past the literal (or a dead end after it)
+                        if found.size:
+                            ids.append(found)
+                        continue
+                else:
+                    q = lexeme.start
             run = scans.run(lexeme.digest, lexeme.trans, lexeme.accepting, q, scope, follow_ids[lex])
             if run.inside_row is not None:
                 rows.append(run.inside_row)

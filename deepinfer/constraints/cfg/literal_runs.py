@@ -22,22 +22,35 @@ from bisect import bisect_left
 
 import numpy as np
 
+from .. import ir
+
 MIN_LITERAL = 2
 
 
-def literal_prefix(trans: np.ndarray, accepting: np.ndarray, state: int, limit: int):
+def literal_prefix(scans, trans: np.ndarray, accepting: np.ndarray, state: int, limit: int):
     """(literal bytes, state after them) forced from `state` (at most `limit` bytes,
     no accepting state strictly inside), or None if shorter than MIN_LITERAL."""
+    only, nxt = _single_bytes(scans, trans)
     out = bytearray()
     q = state
-    while len(out) < limit and not (out and accepting[q]):
-        live = np.flatnonzero(trans[q] >= 0)
-        if live.size != 1:
-            break
-        byte = int(live[0])
-        out.append(byte)
-        q = int(trans[q, byte])
+    while len(out) < limit and not (out and accepting[q]) and only[q] >= 0:
+        out.append(only[q])
+        q = nxt[q]
     return (bytes(out), q) if len(out) >= MIN_LITERAL else None
+
+
+def _single_bytes(scans, trans: np.ndarray) -> tuple[list[int], list[int]]:
+    """Per state of a DFA: its only live byte (-1 if none or several) and the state
+    it leads to; cached per DFA (one pass over the table instead of one per byte)."""
+    key = (trans.ctypes.data, trans.shape[0])
+    hit = scans.single_bytes.get(key)
+    if hit is None:
+        live = trans >= 0                                            # [S, 256]
+        byte = live.argmax(axis=1)
+        only = np.where(live.sum(axis=1) == 1, byte, -1)
+        nxt = trans[np.arange(trans.shape[0]), byte]
+        hit = scans.single_bytes[key] = (only.tolist(), nxt.tolist(), trans)  # keep trans alive
+    return hit[0], hit[1]
 
 
 def literal_walk(scans, trans, accepting, follow, literal: bytes, end: int,
@@ -75,3 +88,57 @@ def _prefix_end(tokens: list, prefix: bytes, lo: int) -> int:
         return len(tokens)
     bound = head[:-1] + bytes([head[-1] + 1])       # smallest string above every extension
     return bisect_left(tokens, bound, lo)
+
+
+def expr_literal(expr) -> bytes:
+    """The UTF-8 text every match of the IR expression starts with (its leading
+    literals and one-character classes), b"" if shorter than MIN_LITERAL. Read
+    from the expression, so a lexeme's DFA need not exist (automaton.py)."""
+    out = bytearray()
+    _leading(expr, out)
+    return bytes(out) if len(out) >= MIN_LITERAL else b""
+
+
+def _leading(expr, out: bytearray) -> bool:
+    """Append expr's forced text; True if all of expr was literal (go on after it)."""
+    if isinstance(expr, ir.Literal):
+        out += expr.text.encode("utf-8")
+        return True
+    if isinstance(expr, ir.CharClass) and len(expr.ranges) == 1 and expr.ranges[0][0] == expr.ranges[0][1]:
+        out += chr(expr.ranges[0][0]).encode("utf-8")
+        return True
+    if isinstance(expr, ir.Seq):
+        return all(_leading(item, out) for item in expr.items)  # stops at the first non-literal
+    return False
+
+
+def literal_scope(scans, scope_id: int, literal: bytes) -> tuple[np.ndarray, bool]:
+    """(token ids of the scope's entries whose remaining bytes are a prefix of
+    `literal`, whether some entry reads all of it and goes on). Root scope by
+    binary search (cached per literal), other scopes by comparing a few columns."""
+    if scope_id == 0:
+        hit = scans.literal_roots.get(literal)
+        if hit is None:
+            tokens = scans.sorted_tokens()
+            pos = [bisect_left(tokens, literal[:i]) for i in range(1, len(literal) + 1)]
+            pos = [p for i, p in enumerate(pos, 1) if p < len(tokens) and tokens[p] == literal[:i]]
+            lo = bisect_left(tokens, literal)
+            if lo < len(tokens) and tokens[lo] == literal:
+                lo += 1
+            extends = _prefix_end(tokens, literal, lo) > lo
+            hit = scans.literal_roots[literal] = (
+                scans.vocab.sorted_ids.take(np.array(pos, dtype=np.int64)), extends)
+        return hit
+    scope = scans.scopes[scope_id]
+    vocab = scans.vocab
+    pos, off = scope.positions, scope.offsets
+    rest = vocab.sorted_lengths.take(pos) - off                      # bytes left per entry
+    match = np.ones(pos.size, dtype=bool)
+    for j, byte in enumerate(literal):
+        col = j < rest
+        if not col.any():
+            break
+        at = np.flatnonzero(col)
+        match[at] &= vocab.sorted_bytes[pos[at], off[at] + j] == byte
+    inside = match & (rest <= len(literal))
+    return vocab.sorted_ids.take(pos[inside]), bool((match & (rest > len(literal))).any())

@@ -63,6 +63,8 @@ class ScanCache:
         self.loops: dict = {}
         self.char_loops: dict = {}   # chains.Loops per lexeme DFA
         self.chain_rows: dict = {}   # (character set, max characters) -> packed row
+        self.single_bytes: dict = {}  # per lexeme DFA: forced bytes (literal_runs.py)
+        self.literal_roots: dict = {}  # literal -> (prefix token ids, extended?) (literal_runs.py)
         self.tails: dict = {}        # (state_digest, offset) -> tails.Tail
         self.state_digests: dict = {}  # (trans address, rows, state) -> (digest, trans kept alive)
         self._longer: dict[int, np.ndarray] = {}
@@ -200,7 +202,8 @@ class ScanCache:
         hit_idx: list[np.ndarray] = []
         hit_off: list[np.ndarray] = []
         base_row = None
-        literal = None if scope_id != ROOT else literal_prefix(trans, accepting, state, mat.shape[1])
+        literal = None if scope_id != ROOT else literal_prefix(self, trans, accepting, state,
+                                                                            mat.shape[1])
         if literal is not None:  # a forced literal first (literal_runs.py)
             literal_walk(self, trans, accepting, follow, literal[0], literal[1], inside, hit_idx, hit_off)
         elif scope_id == ROOT:

@@ -1,0 +1,92 @@
+"""Lexemes read through their leading literal without a DFA (automaton.py, literal_runs.py)
+give the same masks as the DFA path at every step, on the real DeepSeek-V4 vocabulary, and
+leave the key lexemes of untaken properties unbuilt."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from deepinfer.constraints import Matcher
+from deepinfer.constraints.cfg.automaton import CfgAutomaton
+from deepinfer.constraints.cfg.literal_runs import expr_literal
+from deepinfer.constraints import ir
+
+# (schema, instance): objects with several properties (one key lexeme each), nested
+# objects and arrays (crossings from "{" / "," into key literals: non-root scopes)
+CASES = [
+    ({"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"},
+                                       "email": {"type": "string"}, "tags": {"type": "array",
+                                       "items": {"type": "string"}}}, "required": ["name"]},
+     {"name": "Ann", "age": 31, "tags": ["a", "b"]}),
+    ({"type": "object", "properties": {"items": {"type": "array", "items": {
+        "type": "object", "properties": {"id": {"type": "integer"}, "label": {"type": "string"},
+                                         "nested": {"type": "object", "properties": {
+                                             "flag": {"type": "boolean"}}}}}}}},
+     {"items": [{"id": 1, "label": "x"}, {"id": 2, "nested": {"flag": True}}]}),
+    ({"type": "object", "properties": {"$schema": {"type": "string"}, "enabled": {"type": "boolean"},
+                                       "count": {"type": "number"}}, "additionalProperties": False},
+     {"$schema": "s", "enabled": False, "count": 1.5}),
+]
+
+
+def _cfg(compiled) -> CfgAutomaton:
+    automaton = compiled.automaton
+    automaton = getattr(automaton, "inner", automaton)
+    if not isinstance(automaton, CfgAutomaton):
+        pytest.skip("schema compiled to another back end")
+    return automaton
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_literal_threads_equal_dfa_masks(deepseek_compiler, deepseek_vocab, deepseek_tokenizer, case):
+    schema, instance = CASES[case]
+    compiled = _cfg(deepseek_compiler.compile_json_schema(schema))
+    fast = CfgAutomaton(compiled.bnf, deepseek_vocab)      # fresh automata on the same grammar
+    slow = CfgAutomaton(compiled.bnf, deepseek_vocab)
+    if not any(fast._literals):
+        pytest.skip("this lowering has no literal-led lexeme")
+    slow._literals = [b""] * len(slow._literals)             # the DFA path everywhere
+    ids = deepseek_tokenizer.encode(json.dumps(instance), add_special_tokens=False).ids
+    a, b = fast.initial_state(), slow.initial_state()
+    row_a = np.zeros(deepseek_vocab.words, dtype=np.int32)
+    row_b = np.zeros(deepseek_vocab.words, dtype=np.int32)
+    for token in ids + [None]:
+        fast.fill_mask(a, row_a)
+        slow.fill_mask(b, row_b)
+        assert np.array_equal(row_a, row_b)
+        if token is None:
+            break
+        a, b = fast.next_state(a, token), slow.next_state(b, token)
+        assert a is not None and b is not None
+    assert fast.is_accepting(a) and slow.is_accepting(b)
+
+
+def test_some_case_has_literal_led_lexemes(deepseek_compiler):
+    assert any(any(_cfg(deepseek_compiler.compile_json_schema(schema))._literals)
+               for schema, _ in CASES)
+
+
+def test_untaken_key_lexemes_stay_unbuilt(deepseek_vocab):
+    from deepinfer.constraints import GrammarCompiler
+
+    names = [f"prop_unbuilt_{i}" for i in range(12)]  # unusual names: no shared cached lexeme
+    schema = {"type": "object", "properties": {n: {"type": "integer"} for n in names}}
+    compiled = GrammarCompiler(deepseek_vocab).compile_json_schema(schema)
+    automaton = _cfg(compiled)
+    m = Matcher(compiled)
+    assert m.accept_string('{"prop_unbuilt_3": 1')
+    m.allowed_token_ids()
+    keyed = [lx for lx, lit in zip(automaton.lexemes, automaton._literals) if b"prop_unbuilt_" in lit]
+    built = [lx for lx in keyed if "trans" in lx.__dict__]
+    assert keyed and len(built) < len(keyed)
+
+
+def test_expr_literal_reads_leading_text():
+    seq = ir.Seq((ir.Literal('"na'), ir.CharClass(((109, 109),)), ir.Literal('e":'),
+                  ir.Repeat(ir.Literal(" "), 0, 1)))
+    assert expr_literal(seq) == b'"name":'
+    assert expr_literal(ir.Literal("x")) == b""                       # too short to help
+    assert expr_literal(ir.Seq((ir.Repeat(ir.Literal("ab"), 1, 2),))) == b""
