@@ -10,7 +10,10 @@ tokens whose remaining bytes all stay inside `D` (allowed whatever the parser
 does next) and the child scope (None if empty). Runs depend on the
 vocabulary and the DFA only, so they are cached across states, requests and
 grammars (keyed by the DFA's canonical digest). One numpy step per byte
-position, never a Python loop over tokens. Knows nothing about parsing.
+position, never a Python loop over tokens. A root run picks the cheapest
+exact strategy: a forced literal by binary search (literal_runs.py), a
+counting chain from a cached row (chain_runs.py), a loop shortcut, or shared
+tails (tails.py). Knows nothing about parsing.
 """
 
 from __future__ import annotations
