@@ -1,6 +1,7 @@
-"""Lexemes read through their leading literal without a DFA (automaton.py, literal_runs.py)
-give the same masks as the DFA path at every step, on the real DeepSeek-V4 vocabulary, and
-leave the key lexemes of untaken properties unbuilt."""
+"""Lexemes read through a leading literal, or a shared head then a literal, without their own
+DFA (automaton.py, literal_runs.py, heads.py) give the same masks as the DFA path at every
+step, on the real DeepSeek-V4 vocabulary, and leave the key lexemes of untaken properties
+unbuilt."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 
 from deepinfer.constraints import Matcher
-from deepinfer.constraints.cfg.automaton import CfgAutomaton
+from deepinfer.constraints.cfg.automaton import AT_START, CfgAutomaton
 from deepinfer.constraints.cfg.literal_runs import expr_literal
 from deepinfer.constraints import ir
 
@@ -32,6 +33,15 @@ CASES = [
 ]
 
 
+INDENTS = (None, 2, None, 1)
+CASES += [
+    ({"type": "object", "properties": {"alpha": {"type": "string"}, "beta": {"type": "integer"},
+                                       "gamma": {"type": "object", "properties": {
+                                           "x": {"type": "number"}, "yy": {"type": "string"}}}}},
+     {"alpha": "a", "beta": 2, "gamma": {"x": 1, "yy": "q"}}),
+]
+
+
 def _cfg(compiled) -> CfgAutomaton:
     automaton = compiled.automaton
     automaton = getattr(automaton, "inner", automaton)
@@ -48,8 +58,11 @@ def test_literal_threads_equal_dfa_masks(deepseek_compiler, deepseek_vocab, deep
     slow = CfgAutomaton(compiled.bnf, deepseek_vocab)
     if not any(fast._literals):
         pytest.skip("this lowering has no literal-led lexeme")
-    slow._literals = [b""] * len(slow._literals)             # the DFA path everywhere
-    ids = deepseek_tokenizer.encode(json.dumps(instance), add_special_tokens=False).ids
+    n = len(slow._literals)                                   # the DFA path everywhere
+    slow._literals, slow._heads, slow._starts = [b""] * n, [None] * n, [AT_START] * n
+    slow._initial = slow._with_new_threads(slow.parser.initial_chart(), ())
+    text = json.dumps(instance, indent=INDENTS[case % len(INDENTS)])  # whitespace inside heads
+    ids = deepseek_tokenizer.encode(text, add_special_tokens=False).ids
     a, b = fast.initial_state(), slow.initial_state()
     row_a = np.zeros(deepseek_vocab.words, dtype=np.int32)
     row_b = np.zeros(deepseek_vocab.words, dtype=np.int32)
@@ -64,9 +77,10 @@ def test_literal_threads_equal_dfa_masks(deepseek_compiler, deepseek_vocab, deep
     assert fast.is_accepting(a) and slow.is_accepting(b)
 
 
-def test_some_case_has_literal_led_lexemes(deepseek_compiler):
-    assert any(any(_cfg(deepseek_compiler.compile_json_schema(schema))._literals)
-               for schema, _ in CASES)
+def test_cases_have_literal_led_and_headed_lexemes(deepseek_compiler):
+    automata = [_cfg(deepseek_compiler.compile_json_schema(schema)) for schema, _ in CASES]
+    assert any(a._heads[i] is None and a._literals[i] for a in automata for i in range(len(a._heads)))
+    assert any(any(a._heads) for a in automata)
 
 
 def test_untaken_key_lexemes_stay_unbuilt(deepseek_vocab):

@@ -27,6 +27,7 @@ from ..vocab import Vocabulary
 from .earley import Chart, Parser
 from .follow import follow_first_bytes
 from .lexemes import Bnf, lexeme_index
+from .heads import head_for
 from .literal_runs import expr_literal, literal_scope
 from .scan import MAX_ENTRIES, ROOT, ScanCache
 
@@ -38,7 +39,10 @@ Thread = tuple  # (lexeme index, origin set, dfa state, or -1 - i: i bytes into 
 # A lexeme that starts with a literal (a property key `"name":`) is read through
 # that literal, and masked there, without its DFA (literal_runs.py): of an
 # object's many key lexemes only the one taken is ever built.
+# A lexeme `,` ws `"name":` ws is read through a head DFA shared by all such
+# lexemes (heads.py), then its literal: threads in the head are HEAD - h.
 AT_START = -1
+HEAD = -(1 << 30)
 STUCK = -(1 << 40)  # read its literal, but its DFA failed to build (empty language)
 
 
@@ -69,7 +73,10 @@ class CfgAutomaton:
         self.follow_bytes = follow_first_bytes(bnf, self.parser.nullable)
         self._follow_ids: tuple[ScanCache | None, list[int]] = (None, [])
         self._live: dict[tuple[int, int], tuple[int, ...]] = {}
-        self._literals = [expr_literal(lexeme.expr) for lexeme in bnf.lexemes]
+        self._heads = [head_for(lexeme.expr) for lexeme in bnf.lexemes]
+        self._literals = [h[1] if h else expr_literal(lx.expr) for lx, h in zip(bnf.lexemes, self._heads)]
+        self._starts = [HEAD if h else AT_START for h in self._heads]
+        self._head_follow = [None if h is None else np.arange(256) == h[1][0] for h in self._heads]
         self._at_literal: dict[tuple[int, int], int | None] = {}
         self._initial = self._with_new_threads(self.parser.initial_chart(), ())
 
@@ -77,7 +84,8 @@ class CfgAutomaton:
     def _with_new_threads(self, chart: Chart, threads: tuple) -> CfgState:
         k = len(chart) - 1
         lexemes = self.lexemes
-        new = tuple((lexeme_index(s), k, AT_START) for s in chart[k].lexemes)
+        starts = self._starts
+        new = tuple((lexeme_index(s), k, starts[lexeme_index(s)]) for s in chart[k].lexemes)
         return CfgState(chart, threads + new, True)
 
     def _complete(self, chart: Chart, done: list[tuple[int, int]]) -> Chart:
@@ -93,6 +101,16 @@ class CfgAutomaton:
         for lex, origin, q in state.threads:
             lexeme = lexemes[lex]
             if q < 0:
+                if HEAD >= q > STUCK:  # in the shared head; the literal starts where it ends
+                    head, literal = self._heads[lex]
+                    h = HEAD - q
+                    if byte == literal[0] and head.accept_list[h]:
+                        moved.append((lex, origin, -2))
+                    else:
+                        h2 = head.row(h)[byte]
+                        if h2 >= 0:
+                            moved.append((lex, origin, HEAD - h2))
+                    continue
                 i, literal = -1 - q, literals[lex]
                 if i < len(literal):  # inside the literal: no accepting state before its end
                     if byte != literal[i]:
@@ -160,14 +178,19 @@ class CfgAutomaton:
             out.append(byte)
         return bytes(out)
 
-    def _dfa_state(self, lex: int, i: int) -> int | None:
-        """The DFA state after the first i bytes of the lexeme's literal (builds the
-        DFA); None if they lead nowhere (only when the DFA failed to build)."""
-        key = (lex, i)
+    def _dfa_state(self, lex: int, i: int, head_state: int | None = None) -> int | None:
+        """The DFA state after the first i bytes of the lexeme's literal (after a head
+        match, if any), or in head state `head_state` (builds the DFA); None if that
+        leads nowhere (only when the DFA failed to build)."""
+        key = (lex, i, head_state)
         if key not in self._at_literal:
-            lexeme = self.lexemes[lex]
+            lexeme, head = self.lexemes[lex], self._heads[lex]
+            if head_state is not None:
+                data = head[0].path_to(head_state)
+            else:
+                data = (head[0].via if head else b"") + self._literals[lex][:i]
             q = lexeme.start
-            for byte in self._literals[lex][:i]:
+            for byte in data:
                 q = int(lexeme.trans[q, byte])
                 if q < 0:
                     break
@@ -177,6 +200,11 @@ class CfgAutomaton:
     def _live_bytes(self, lex: int, q: int) -> tuple[int, ...]:
         if q == STUCK:
             return ()
+        if HEAD >= q:
+            head, literal = self._heads[lex]
+            h = HEAD - q
+            live = {b for b, t in enumerate(head.row(h)) if t >= 0}
+            return tuple(sorted(live | ({literal[0]} if head.accept_list[h] else set())))
         if q < 0:
             literal = self._literals[lex]
             if -1 - q < len(literal):
@@ -213,18 +241,9 @@ class CfgAutomaton:
         for lex, origin, q in threads:
             lexeme = lexemes[lex]
             if q < 0:
-                if q == STUCK:
+                q = self._before_dfa(scans, lex, q, scope, rows, ids)
+                if q is None:
                     continue
-                i, literal = -1 - q, self._literals[lex]
-                if i < len(literal):
-                    found, goes_on = literal_scope(scans, scope, literal[i:])
-                    q = self._dfa_state(lex, i) if goes_on else None
-                    if q is None:  # no entry reads past the literal (or a dead end after it)
-                        if found.size:
-                            ids.append(found)
-                        continue
-                else:
-                    q = lexeme.start
             run = scans.run(lexeme.digest, lexeme.trans, lexeme.accepting, q, scope, follow_ids[lex])
             if run.inside_row is not None:
                 rows.append(run.inside_row)
@@ -234,6 +253,42 @@ class CfgAutomaton:
                 found = self._after_lexeme(ctx, chart, lex, origin, run.child)
                 if found.size:
                     ids.append(found)
+
+    def _before_dfa(self, scans, lex: int, q: int, scope: int, rows: list, ids: list) -> int | None:
+        """A thread not yet in its lexeme's DFA (head, literal, start): add what it
+        allows from `scope` to rows / ids and return None, or return the DFA state to
+        run from when some entry reads past the literal."""
+        if q == STUCK:
+            return None
+        if HEAD >= q:
+            head, literal = self._heads[lex]
+            h = HEAD - q
+            run = scans.run(head.digest, head.trans, head.accepting, h, scope,
+                            scans.follow_id(self._head_follow[lex]))
+            found, goes_on = (_NO_IDS, False) if run.child is None else literal_scope(
+                scans, run.child, literal)
+            if head.accept_list[h]:  # the head may end here: the literal starts at offset 0
+                now, now_on = literal_scope(scans, scope, literal)
+                found, goes_on = np.concatenate([found, now]), goes_on or now_on
+            if goes_on:
+                q2 = self._dfa_state(lex, 0, h)
+                if q2 is not None:
+                    return q2
+            if run.inside_row is not None:
+                rows.append(run.inside_row)
+            elif run.inside_ids.size:
+                ids.append(run.inside_ids)
+            if found.size:
+                ids.append(found)
+            return None
+        i, literal = -1 - q, self._literals[lex]
+        if i >= len(literal):
+            return self.lexemes[lex].start
+        found, goes_on = literal_scope(scans, scope, literal[i:])
+        q2 = self._dfa_state(lex, i) if goes_on else None
+        if q2 is None and found.size:  # no entry reads past the literal (or a dead end after it)
+            ids.append(found)
+        return q2
 
     def _after_lexeme(self, ctx, chart: Chart, lex: int, origin: int, scope: int) -> np.ndarray:
         """Token ids of `scope` allowed right after lexeme `lex` (from set `origin`)

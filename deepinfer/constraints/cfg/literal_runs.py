@@ -129,6 +129,13 @@ def literal_scope(scans, scope_id: int, literal: bytes) -> tuple[np.ndarray, boo
             hit = scans.literal_roots[literal] = (
                 scans.vocab.sorted_ids.take(np.array(pos, dtype=np.int64)), extends)
         return hit
+    hit = scans.literal_scopes.get((scope_id, literal))
+    if hit is None:
+        hit = scans.literal_scopes[(scope_id, literal)] = _scope_prefixes(scans, scope_id, literal)
+    return hit
+
+
+def _scope_prefixes(scans, scope_id: int, literal: bytes) -> tuple[np.ndarray, bool]:
     scope = scans.scopes[scope_id]
     vocab = scans.vocab
     pos, off = scope.positions, scope.offsets

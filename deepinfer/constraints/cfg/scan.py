@@ -68,6 +68,7 @@ class ScanCache:
         self.chain_rows: dict = {}   # (character set, max characters) -> packed row
         self.single_bytes: dict = {}  # per lexeme DFA: forced bytes (literal_runs.py)
         self.literal_roots: dict = {}  # literal -> (prefix token ids, extended?) (literal_runs.py)
+        self.literal_scopes: dict = {}  # (scope id, literal) -> the same, other scopes
         self.tails: dict = {}        # (state_digest, offset) -> tails.Tail
         self.state_digests: dict = {}  # (trans address, rows, state) -> (digest, trans kept alive)
         self._longer: dict[int, np.ndarray] = {}

@@ -1,0 +1,112 @@
+"""Lexemes of the shape "small head, then a literal, then anything": `,` ws `"name":` ws.
+
+(Created by the TBM helper.) A JSON object offers one such lexeme per remaining
+property after each value; building each one's DFA (lexeme.py) in the step that
+first needs it was most of the slow steps. The head (`,` plus optional
+whitespace) is the same expression in every one of them, so its small DFA is
+built once per process here; a thread reads the head with it, then the literal
+byte by byte (automaton.py), and the lexeme's own DFA is built only when a
+token reads past the literal (the property actually taken).
+
+Exact when the split is deterministic, which `head_for` checks: no accepting
+head state reads the literal's first byte, so the literal starts exactly where
+the head ends, and the residual after any head match plus the literal is the
+same (the lexeme's DFA state reached through `via`, any head match).
+Knows nothing about tokens or parsing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import ir
+from ..dfa import Limits, determinize
+from ..errors import ConstraintError
+from ..nfa import build_nfa
+from .literal_runs import MIN_LITERAL
+
+MAX_HEAD_NFA = 400          # heads are whitespace and punctuation; bigger ones are not shared
+_HEADS: dict[str, "Head | None"] = {}
+
+
+@dataclass(eq=False)
+class Head:
+    trans: np.ndarray                 # int32 [S, 256] the head's minimal DFA (start 0)
+    accepting: np.ndarray             # bool [S]
+    digest: str
+    via: bytes                        # a shortest head match
+    rows: list = field(default_factory=list)
+    accept_list: list = field(default_factory=list)
+    paths: dict = field(default_factory=dict)  # head state -> bytes reaching it
+
+    def row(self, q: int) -> tuple:
+        got = self.rows[q]
+        if got is None:
+            got = self.rows[q] = tuple(self.trans[q].tolist())
+        return got
+
+    def path_to(self, q: int) -> bytes:
+        """Bytes leading from the start to head state q (breadth first, cached)."""
+        if not self.paths:
+            self.paths[0] = b""
+            order = [0]
+            for s in order:
+                for byte, t in enumerate(self.trans[s].tolist()):
+                    if t >= 0 and t not in self.paths:
+                        self.paths[t] = self.paths[s] + bytes([byte])
+                        order.append(t)
+        return self.paths[q]
+
+
+def split_head(expr) -> tuple[ir.Expr, bytes] | None:
+    """(head expression, literal) when expr is Seq(head items..., literal items..., rest...)
+    with a non-empty head of plain regular items and a literal of MIN_LITERAL+ bytes."""
+    if not isinstance(expr, ir.Seq):
+        return None
+    items = expr.items
+    for k, item in enumerate(items):
+        if isinstance(item, ir.Literal) and len(item.text.encode("utf-8")) >= MIN_LITERAL:
+            if k == 0:
+                return None  # a plain literal-led lexeme (automaton reads it without a head)
+            literal = bytearray()
+            for nxt in items[k:]:
+                if not isinstance(nxt, ir.Literal):
+                    break
+                literal += nxt.text.encode("utf-8")
+            head = ir.Seq(tuple(items[:k]))
+            return (head, bytes(literal)) if "RuleRef" not in repr(head) else None
+    return None
+
+
+def head_for(expr) -> tuple[Head, bytes] | None:
+    """The shared head DFA and the literal of a lexeme expression, or None."""
+    split = split_head(expr)
+    if split is None:
+        return None
+    head_expr, literal = split
+    key = repr(head_expr)
+    if key not in _HEADS:
+        _HEADS[key] = _build(head_expr)
+    head = _HEADS[key]
+    if head is None or (head.trans[head.accepting, literal[0]] >= 0).any():
+        return None  # not deterministic where the head ends: use the lexeme's DFA
+    return head, literal
+
+
+def _build(expr) -> Head | None:
+    try:
+        nfa = build_nfa(expr, max_states=MAX_HEAD_NFA)
+        dfa = determinize(nfa, Limits(max_nfa_states=MAX_HEAD_NFA, max_dfa_states=MAX_HEAD_NFA))
+    except ConstraintError:
+        return None
+    trans = np.ascontiguousarray(dfa.trans, dtype=np.int32)
+    trans.flags.writeable = False
+    head = Head(trans, dfa.accepting, "head:" + dfa.digest, b"", [None] * len(trans),
+                dfa.accepting.tolist())
+    accepting = [q for q in range(len(trans)) if head.accept_list[q]]
+    if not accepting:
+        return None
+    head.via = min((head.path_to(q) for q in accepting), key=len)
+    return head
