@@ -16,8 +16,9 @@ What it keeps and what it changes:
   ones would. Outputs equal those of a run without jump-forward whenever the model would have
   written the forced text with the tokenizer's own encoding of it. The last forced token is left to
   the sampler when a longer allowed token starts with it (the model may write `",` where `"` is
-  forced); without that rule 2 of the 32 SmolLM2 benchmark outputs changed, with it none did (the
-  forced keys, e.g. `name` in `"name":`, are appended; 7 tokens per output there);
+  forced); without that rule 2 of the 32 SmolLM2 benchmark outputs changed, with it none did in
+  float32 (the forced keys, e.g. `name` in `"name":`, are appended; 7 tokens per output there).
+  Outside batch-invariant mode a step's composition affects numerics, and jump-forward changes it;
 - requests that ask for logprobs never jump (forced tokens would have none);
 - `EngineConfig(jump_forward=False)` turns it off.
 Knows nothing about the model or the KV cache.
