@@ -104,3 +104,41 @@ def test_expr_literal_reads_leading_text():
     assert expr_literal(seq) == b'"name":'
     assert expr_literal(ir.Literal("x")) == b""                       # too short to help
     assert expr_literal(ir.Seq((ir.Repeat(ir.Literal("ab"), 1, 2),))) == b""
+
+
+def _same_language(t1, a1, s1, t2, a2, s2) -> bool:
+    """Product walk of two trimmed DFAs: same acceptance and same live bytes everywhere."""
+    seen, todo = {(s1, s2)}, [(s1, s2)]
+    while todo:
+        p, q = todo.pop()
+        if a1[p] != a2[q] or not np.array_equal(t1[p] >= 0, t2[q] >= 0):
+            return False
+        for byte in np.flatnonzero(t1[p] >= 0).tolist():
+            pair = (int(t1[p, byte]), int(t2[q, byte]))
+            if pair not in seen:
+                seen.add(pair)
+                todo.append(pair)
+    return True
+
+
+WS = [ir.Repeat(ir.Alt((ir.Literal("\n"), ir.Literal("\r\n"))), 0, 1),
+      ir.Repeat(ir.CharClass(((9, 9), (32, 32))), 0, 20)]
+
+
+@pytest.mark.parametrize("items", [
+    [ir.Literal(",")] + WS + [ir.Literal('"name":')] + WS,
+    [ir.Literal("{")] + WS + [ir.Literal('"a":')],
+    [ir.Literal(",")] + WS + [ir.Literal('"x'), ir.Literal('y":')] + WS + [ir.Literal("[")],
+])
+def test_composed_dfa_equals_determinized(items):
+    from deepinfer.constraints.cfg.heads import head_for, install_composed
+    from deepinfer.constraints.cfg.lexeme import Lexeme
+    from deepinfer.constraints.dfa import Limits, determinize
+    from deepinfer.constraints.nfa import build_nfa
+
+    expr = ir.Seq(tuple(items))
+    head, literal = head_for(expr)
+    lexeme = Lexeme(expr, None, Limits(), np.zeros(256, dtype=bool), False, {}, 10)
+    assert install_composed(lexeme, literal, head)
+    want = determinize(build_nfa(expr), Limits())
+    assert _same_language(lexeme.trans, lexeme.accepting, lexeme.start, want.trans, want.accepting, 0)

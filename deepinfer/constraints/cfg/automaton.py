@@ -27,7 +27,7 @@ from ..vocab import Vocabulary
 from .earley import Chart, Parser
 from .follow import follow_first_bytes
 from .lexemes import Bnf, lexeme_index
-from .heads import head_for
+from .heads import head_for, install_composed
 from .literal_runs import expr_literal, literal_scope
 from .scan import MAX_ENTRIES, ROOT, ScanCache
 
@@ -185,6 +185,8 @@ class CfgAutomaton:
         key = (lex, i, head_state)
         if key not in self._at_literal:
             lexeme, head = self.lexemes[lex], self._heads[lex]
+            if head and "trans" not in lexeme.__dict__:  # its DFA from the shared parts (heads.py)
+                install_composed(lexeme, head[1], head[0])
             if head_state is not None:
                 data = head[0].path_to(head_state)
             else:

@@ -8,6 +8,10 @@ built once per process here; a thread reads the head with it, then the literal
 byte by byte (automaton.py), and the lexeme's own DFA is built only when a
 token reads past the literal (the property actually taken).
 
+When the taken property needs its own DFA, `install_composed` assembles it from
+the head DFA, the literal and the tail's DFA (also shared: whitespace), which is
+a few array copies instead of a subset construction and minimization.
+
 Exact when the split is deterministic, which `head_for` checks: no accepting
 head state reads the literal's first byte, so the literal starts exactly where
 the head ends, and the residual after any head match plus the literal is the
@@ -17,6 +21,7 @@ Knows nothing about tokens or parsing.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -110,3 +115,51 @@ def _build(expr) -> Head | None:
         return None
     head.via = min((head.path_to(q) for q in accepting), key=len)
     return head
+
+
+def install_composed(lexeme, literal: bytes, head: Head) -> bool:
+    """Give an unbuilt lexeme head . literal . tail the DFA composed from its parts
+    (the same attributes Lexeme.build sets); False if the tail is not simple."""
+    split = split_head(lexeme.expr)
+    if split is None or lexeme.nullable:
+        return False
+    items = lexeme.expr.items
+    k = len(split[0].items)
+    j = k
+    while j < len(items) and isinstance(items[j], ir.Literal):
+        j += 1
+    tail_expr = ir.Seq(tuple(items[j:]))
+    if "RuleRef" in repr(tail_expr):
+        return False
+    key = "tail:" + repr(tail_expr)
+    if key not in _HEADS:
+        _HEADS[key] = _build(tail_expr)
+    tail = _HEADS[key]
+    if tail is None:
+        return False
+    trans, accepting = compose(head, literal, tail)
+    digest = "composed:" + hashlib.blake2b(trans.tobytes() + accepting.tobytes(), digest_size=16).hexdigest()
+    with lexeme._lock:
+        if "trans" not in lexeme.__dict__:
+            lexeme.__dict__.update(accepting=accepting, start=0, digest=digest,
+                                   rows=[None] * len(trans), accept_list=accepting.tolist())
+            lexeme.__dict__["trans"] = trans  # last: its presence means "built" (lexeme.py)
+    return True
+
+
+def compose(head: Head, literal: bytes, tail: Head) -> tuple[np.ndarray, np.ndarray]:
+    """int32 [S, 256], bool [S]: head states, then literal[1:] chain states, then the
+    tail's states (the last literal byte leads to the tail's start). Accepting:
+    the tail's only. Deterministic: no accepting head state reads literal[0]."""
+    sh, m, st = len(head.trans), len(literal), len(tail.trans)
+    chain0, tail0 = sh, sh + m - 1
+    trans = np.full((sh + m - 1 + st, 256), -1, dtype=np.int32)
+    trans[:sh] = head.trans
+    trans[np.flatnonzero(head.accepting), literal[0]] = chain0 if m > 1 else tail0
+    for i in range(1, m):
+        trans[chain0 + i - 1, literal[i]] = chain0 + i if i < m - 1 else tail0
+    trans[tail0:] = np.where(tail.trans >= 0, tail.trans + tail0, -1)
+    accepting = np.zeros(len(trans), dtype=bool)
+    accepting[tail0:] = tail.accepting
+    trans.flags.writeable = False
+    return trans, accepting
