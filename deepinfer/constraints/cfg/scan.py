@@ -70,6 +70,7 @@ class ScanCache:
         self.literal_roots: dict = {}  # literal -> (prefix token ids, extended?) (literal_runs.py)
         self.literal_scopes: dict = {}  # (scope id, literal) -> the same, other scopes
         self.tails: dict = {}        # (state_digest, offset) -> tails.Tail
+        self.tail_seen: set = set()  # tail keys asked for once (tails._worth)
         self.state_digests: dict = {}  # (trans address, rows, state) -> (digest, trans kept alive)
         self._longer: dict[int, np.ndarray] = {}
         self._sorted_tokens: list[bytes] | None = None

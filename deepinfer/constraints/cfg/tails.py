@@ -116,14 +116,22 @@ def _pair_groups(scans, trans, accepting, state, follow, firsts, rest, inside, h
 
 def _worth(scans, trans, accepting, q2: int, offset: int, size: int) -> bool:
     """Use a tail for `size` tokens at q2: build one for a big group, or for a wide
-    loop state (a string body, "any other key"): those recur in every grammar and
-    every key trie node, so the one build is shared. Otherwise only if one exists
-    already, looked up only when q2's digest is known (computing it walks q2's
-    sub-DFA: a key trie's nodes would each pay milliseconds for a rare hit)."""
+    loop state (a string body, "any other key") seen before: those recur in every
+    grammar and every key trie node, so the one build is shared. Otherwise only if
+    one exists already, looked up only when q2's digest is known (computing it walks
+    q2's sub-DFA: a key trie's nodes would each pay milliseconds for a rare hit)."""
     if size < SPLIT_MIN:
         return False
-    if size >= SPLIT_BUILD or int(np.count_nonzero(trans[q2, :128] == q2)) >= WIDE_LOOP:
+    if size >= SPLIT_BUILD:
         return True
+    if int(np.count_nonzero(trans[q2, :128] == q2)) >= WIDE_LOOP:
+        # built when the same language comes back (another trie node, another grammar):
+        # a one-off wide state (a schema's own pattern) is walked once instead
+        key = _tail_key(scans, trans, accepting, q2, offset)
+        if key in scans.tails or key in scans.tail_seen:
+            return True
+        scans.tail_seen.add(key)
+        return False
     known = scans.state_digests.get((trans.ctypes.data, trans.shape[0], q2))
     return known is not None and (known[0], offset) in scans.tails
 
