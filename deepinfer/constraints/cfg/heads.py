@@ -33,7 +33,7 @@ from ..nfa import build_nfa
 from .literal_runs import MIN_LITERAL
 
 MAX_HEAD_NFA = 400          # heads are whitespace and punctuation; bigger ones are not shared
-_HEADS: dict[str, "Head | None"] = {}
+_HEADS: dict = {}  # head or ("tail", expr) expression -> Head | None (IR nodes hash in O(1))
 
 
 @dataclass(eq=False)
@@ -81,7 +81,7 @@ def split_head(expr) -> tuple[ir.Expr, bytes] | None:
                     break
                 literal += nxt.text.encode("utf-8")
             head = ir.Seq(tuple(items[:k]))
-            return (head, bytes(literal)) if "RuleRef" not in repr(head) else None
+            return (head, bytes(literal)) if _plain(head) else None
     return None
 
 
@@ -91,13 +91,17 @@ def head_for(expr) -> tuple[Head, bytes] | None:
     if split is None:
         return None
     head_expr, literal = split
-    key = repr(head_expr)
-    if key not in _HEADS:
-        _HEADS[key] = _build(head_expr)
-    head = _HEADS[key]
+    if head_expr not in _HEADS:
+        _HEADS[head_expr] = _build(head_expr)
+    head = _HEADS[head_expr]
     if head is None or (head.trans[head.accepting, literal[0]] >= 0).any():
         return None  # not deterministic where the head ends: use the lexeme's DFA
     return head, literal
+
+
+def _plain(expr) -> bool:
+    """No reference to a regular rule (those need the grammar's rules to build)."""
+    return not any(isinstance(node, ir.RuleRef) for node in ir.walk_unique(expr))
 
 
 def _build(expr) -> Head | None:
@@ -129,9 +133,9 @@ def install_composed(lexeme, literal: bytes, head: Head) -> bool:
     while j < len(items) and isinstance(items[j], ir.Literal):
         j += 1
     tail_expr = ir.Seq(tuple(items[j:]))
-    if "RuleRef" in repr(tail_expr):
+    if not _plain(tail_expr):
         return False
-    key = "tail:" + repr(tail_expr)
+    key = ("tail", tail_expr)
     if key not in _HEADS:
         _HEADS[key] = _build(tail_expr)
     tail = _HEADS[key]
