@@ -5,7 +5,11 @@ set, DFA state) for every lexeme being read, one per way of splitting the
 text (the dynamic lexing of "terminals expanded in place"). After each byte
 every thread steps its DFA; threads in an accepting state also complete their
 lexeme, which builds a new item set and starts threads for the lexemes it
-expects (the old thread goes on too: a lexeme may be longer).
+expects (the old thread goes on too: a lexeme may be longer). A new thread
+does not touch its lexeme's DFA (lexeme.py builds it lazily, tens of ms) until
+it must: it waits at the start, or reads a leading literal, or a shared head
+DFA then a literal (heads.py), byte by byte, and masks there come from the
+sorted vocabulary (literal_runs.py).
 
 Masks are exact: a token is allowed iff some thread reads it entirely (then a
 completion exists: DFAs are trimmed and Earley items are viable prefixes of a
