@@ -25,7 +25,7 @@ from .json_numbers import words
 from .json_pattern import PatternError, parse_pattern
 from .json_words import minus_words
 from .json_refs import Node
-from .json_scalars import not_in
+from .json_not_in import encoded_not_in, not_in
 from .json_text import encode_expr, encode_text, quoted
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -143,7 +143,7 @@ class _ObjectLowering:
                     self.lw.note(f"{self.ptr or '/'}/patternProperties: additional members satisfy every "
                                  f"pattern's schema (sound; overlapping patterns are not computed)")
             else:
-                key_lang = not_in(self.names)
+                key_lang = None  # the complement of the declared names
                 if pp_values:
                     self.lw.note(f"{self.ptr or '/'}/patternProperties: undeclared members satisfy the "
                                  f"pattern schemas whatever their name (sound, not exact)")
@@ -151,10 +151,16 @@ class _ObjectLowering:
         elif addl_norm is False:
             return ir.NOTHING
         else:
-            key_lang = not_in(self.names)
-        key_lang = self._property_names(key_lang)
-        if key_lang == ir.NOTHING:
-            return ir.NOTHING
+            key_lang = None
+        if key_lang is None and self.d.get("propertyNames") is None:
+            # the plain complement of the names, encoded in the walk that builds it (json_not_in);
+            # never empty (the names are finite)
+            encoded = encoded_not_in(self.names)
+        else:
+            key_lang = self._property_names(not_in(self.names) if key_lang is None else key_lang)
+            if key_lang == ir.NOTHING:
+                return ir.NOTHING
+            encoded = encode_expr(key_lang)
         if not values:  # undeclared members: unconstrained values, one level less deep
             value = self.lw.any_value(self.lw.additional_depth())
         elif len(values) == 1:
@@ -163,7 +169,7 @@ class _ObjectLowering:
             value = self.lw.lower(synthetic({"allOf": values}, values[0]))
         if value == ir.NOTHING:
             return ir.NOTHING
-        return seq(quoted(encode_expr(key_lang)), self.ws.colon, value)
+        return seq(quoted(encoded), self.ws.colon, value)
 
     def _split_patterns(self, addl_norm) -> Expr | None:
         """Exact additional members: the names are split into the regions of the patterns'

@@ -19,6 +19,7 @@ from .json_numbers import (INT_TEXT, MAX_ENUMERATED, NUMBER_TEXT, Bounds, RangeE
                            integer_text, multiples_window, number_text, window_values, words)
 from .json_length import bound_length
 from .json_pattern import PatternError, parse_pattern
+from .json_not_in import not_in
 from .json_words import minus_words
 from .json_refs import Node
 from .json_text import ANY_CHAR, DIGIT, STRING_CHAR, encode_expr, quoted
@@ -109,57 +110,6 @@ def _minus_words(lw: "Lowerer", language: Expr, words: list[str], ptr: str) -> E
     if language == repeat(ANY_CHAR):
         return not_in(words)
     return minus_words(language, words)
-
-
-def not_in(words) -> Expr:
-    return _not_in(tuple(words))
-
-
-@functools.lru_cache(maxsize=1024)  # an object asks for its names' complement up to three times
-def _not_in(words: tuple[str, ...]) -> Expr:
-    """Every string except the given ones: the trie's non-word nodes, or a path that leaves the
-    trie followed by anything (one shared tail, so automata stay linear in the trie).
-
-    Leaving node n means reading a character outside its children. That set is split in
-    two: characters no word uses at all (one big class, shared by every node: P·S below)
-    and the few used characters that are not n's children (a small class per node). Why:
-    a complemented class per node encoded (UTF-8 ranges plus JSON escapes) to ~50 NFA
-    states, so key tries of undeclared property names made lexemes of thousands of states
-    whose determinization dominated compiles; the language is the same."""
-    trie: dict = {}
-    used: set[str] = set()
-    for w in words:
-        node = trie
-        for ch in w:
-            node = node.setdefault(ch, {})
-            used.add(ch)
-        node[""] = True
-    used_ranges = [(ord(c), ord(c)) for c in used]
-    unused = CharClass.of(used_ranges, negated=True)
-    leave = _leaves(trie, used)
-    if not unused.is_empty():
-        leave = alt(seq(_prefixes(trie), unused), leave)
-    return alt(_ends_inside(trie), seq(leave, repeat(ANY_CHAR)))
-
-
-def _ends_inside(node: dict) -> Expr:
-    parts = [] if "" in node else [ir.EMPTY]
-    parts += [seq(literal(ch), _ends_inside(sub)) for ch, sub in node.items() if ch]
-    return alt(*parts) if parts else ir.NOTHING
-
-
-def _prefixes(node: dict) -> Expr:
-    """Every path from this node (the empty one included)."""
-    return alt(ir.EMPTY, *(seq(literal(ch), _prefixes(sub)) for ch, sub in node.items() if ch))
-
-
-def _leaves(node: dict, used: set[str]) -> Expr:
-    """Paths that leave the trie through a used character that is not a child here."""
-    children = [ch for ch in node if ch]
-    others = CharClass.of([(ord(c), ord(c)) for c in used if c not in node])
-    parts = [] if others.is_empty() else [others]
-    parts += [seq(literal(ch), _leaves(node[ch], used)) for ch in children]
-    return alt(*parts) if parts else ir.NOTHING
 
 
 def lower_number(lw: "Lowerer", d: dict, node: Node, integer: bool) -> Expr:
