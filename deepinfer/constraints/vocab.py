@@ -155,6 +155,7 @@ class Vocabulary:
         self.sorted_nchars = starts_char.sum(axis=1).astype(np.int64)  # [n]
         self.pair_start = np.searchsorted(keys, np.arange(256 * 257 + 1)).astype(np.int64)
         self.first_byte_start = self.pair_start[::257].copy()       # [257]
+        self.pair_counts = np.diff(self.pair_start)                  # [256 * 257] tokens per key
         sig = _suffix_signatures([self.token_bytes[i] for i in ids], mat, lengths)
         self.sorted_sig_from = sig                                 # [SIG_LEVELS, n, 3] uint64
         # the same, split by word: sig_words[k][w] is uint64 [n] contiguous

@@ -80,3 +80,14 @@ def test_pack_mask_exact(ids):
     assert row.dtype == np.int32 and row.shape == (32,)
     bits = np.unpackbits(row.view(np.uint8), bitorder="little")
     assert set(np.flatnonzero(bits).tolist()) == set(ids)
+
+
+@pytest.mark.parametrize("fraction", [0.001, 0.05, 0.5, 0.95])
+def test_ranges_mask_path_equals_index_math(deepseek_vocab, fraction):
+    """_ranges expands a per-key mask above RANGES_BY_MASK positions: same positions."""
+    from deepinfer.constraints import masks
+    keys = np.flatnonzero(np.random.default_rng(7).random(256 * 257) < fraction)
+    got = masks._ranges(keys, deepseek_vocab)
+    want = np.concatenate([np.arange(deepseek_vocab.pair_start[k], deepseek_vocab.pair_start[k + 1])
+                           for k in keys.tolist()] + [np.zeros(0, np.int64)])
+    np.testing.assert_array_equal(got, want)

@@ -33,13 +33,14 @@ import numpy as np
 SPLIT_MIN = 4_000      # tokens in a group worth a cached tail if one exists
 SPLIT_BUILD = 20_000   # ... and worth computing one (about the cost of walking them)
 WIDE_LOOP = 64         # ASCII bytes looping on a state that make its tails worth building
+FEW_RANGES = 32       # _use slices this many position ranges; more: one gather
 _ANY = np.ones(256, dtype=bool)  # tails are built for every follow byte
 
 
 @dataclass
 class Tail:
-    inside: np.ndarray    # int64 positions (vocab.sorted_*) of tokens read entirely from q'
-    hit_pos: np.ndarray   # int64 positions crossing a boundary ...
+    inside: np.ndarray    # int64 positions (vocab.sorted_*) of tokens read entirely from q', sorted
+    hit_pos: np.ndarray   # int64 positions crossing a boundary (sorted) ...
     hit_off: np.ndarray   # ... at these byte offsets (>= the tail's offset) ...
     hit_byte: np.ndarray  # ... uint8 the byte after the boundary (for the follow filter)
 
@@ -71,7 +72,8 @@ def root_walk(scans, key, trans, accepting, state, follow, idx, inside, hit_idx,
             ones = ones[lut.take(col0.take(ones))]
             if ones.size:
                 inside.append(ones)                                 # the byte moved to q2: alive
-            _use(_tail(scans, trans, accepting, q2, 1), lut, col0, follow, inside, hit_idx, hit_off)
+            _use(_tail(scans, trans, accepting, q2, 1), lut, vocab.first_byte_start, follow, inside,
+                 hit_idx, hit_off)
     rest = idx if small.all() else idx[small.take(col0.take(idx))]
     if rest.size >= SPLIT_MIN:
         rest = _pair_groups(scans, trans, accepting, state, follow, ok[small.take(ok)], rest, inside,
@@ -108,7 +110,8 @@ def _pair_groups(scans, trans, accepting, state, follow, firsts, rest, inside, h
         twos = twos[vocab.sorted_lengths.take(twos) == 2]
         if twos.size:
             inside.append(twos)                                      # the bytes moved to q2: alive
-        _use(_tail(scans, trans, accepting, q2, 2), lut, sorted_keys, follow, inside, hit_idx, hit_off)
+        _use(_tail(scans, trans, accepting, q2, 2), lut[:-1], vocab.pair_start, follow, inside, hit_idx,
+             hit_off)
     if not served.any():
         return rest
     return rest[~served.take(sorted_keys.take(rest))]
@@ -136,14 +139,34 @@ def _worth(scans, trans, accepting, q2: int, offset: int, size: int) -> bool:
     return known is not None and (known[0], offset) in scans.tails
 
 
-def _use(tail: Tail, lut: np.ndarray, column: np.ndarray, follow, inside, hit_idx, hit_off) -> None:
-    """Add the tail's entries whose group value (`column`: first byte or prefix key
-    per position) is in `lut`; crossings only where the next byte may follow."""
-    inside.append(tail.inside[lut.take(column.take(tail.inside))])
-    keep = lut.take(column.take(tail.hit_pos)) & follow.take(tail.hit_byte)
-    if keep.any():
-        hit_idx.append(tail.hit_pos[keep])
-        hit_off.append(tail.hit_off[keep])
+def _use(tail: Tail, lut: np.ndarray, starts: np.ndarray, follow, inside, hit_idx, hit_off) -> None:
+    """Add the tail's entries whose group (first byte or prefix key) is in `lut`
+    (bool [groups]; group g holds positions starts[g] .. starts[g + 1]); crossings
+    only where the next byte may follow. Tokens sort by bytes, so a run of
+    selected groups is one range of positions: binary searches in the tail's
+    sorted arrays instead of two gathers per entry (~80K entries in a string tail)."""
+    edges = np.flatnonzero(np.diff(lut, prepend=False, append=False))  # run begins, ends
+    lo, hi = starts.take(edges[0::2]), starts.take(edges[1::2])       # position ranges
+    a, b = np.searchsorted(tail.inside, lo), np.searchsorted(tail.inside, hi)
+    if len(a) <= FEW_RANGES:
+        inside.extend(tail.inside[x:y] for x, y in zip(a.tolist(), b.tolist()) if y > x)
+    else:
+        inside.append(tail.inside.take(_spans(a, b)))
+    if not tail.hit_pos.size:
+        return
+    sel = _spans(np.searchsorted(tail.hit_pos, lo), np.searchsorted(tail.hit_pos, hi))
+    sel = sel[follow.take(tail.hit_byte.take(sel))]
+    if sel.size:
+        hit_idx.append(tail.hit_pos.take(sel))
+        hit_off.append(tail.hit_off.take(sel))
+
+
+def _spans(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Concatenated aranges a[i] .. b[i] (int64, ascending for disjoint ascending spans)."""
+    counts = b - a
+    total = int(counts.sum())
+    offsets = np.cumsum(counts) - counts
+    return np.repeat(a - offsets, counts) + np.arange(total, dtype=np.int64)
 
 
 def _tail_key(scans, trans, accepting, q2: int, offset: int) -> tuple:
@@ -166,7 +189,9 @@ def _tail(scans, trans, accepting, q2: int, offset: int) -> Tail:
                             hit_off)
         pos = np.concatenate(hit_idx) if hit_idx else np.zeros(0, np.int64)
         off = np.concatenate(hit_off) if hit_off else np.zeros(0, np.int64)
+        order = np.argsort(pos, kind="stable")                       # sorted for _use's searches
+        pos, off = pos[order], off[order]
         got = scans.tails[key] = Tail(
-            np.concatenate(inside) if inside else np.zeros(0, np.int64), pos, off,
+            np.sort(np.concatenate(inside)) if inside else np.zeros(0, np.int64), pos, off,
             vocab.sorted_bytes[pos, off] if pos.size else np.zeros(0, np.uint8))
     return got
