@@ -159,3 +159,37 @@ def test_lazy_character_steps_equal_full_tables(pattern):
         assert (a is None) == (b is None)
         if a is not None:
             assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+
+
+def _reference_digest(trans, accepting, state):
+    """The digest's definition: breadth-first renumbering, targets in byte order."""
+    import hashlib
+    order, seen, i = [state], {state}, 0
+    while i < len(order):
+        for t in trans[order[i]].tolist():
+            if t >= 0 and t not in seen:
+                seen.add(t)
+                order.append(t)
+        i += 1
+    renum = np.full(trans.shape[0] + 1, -1, dtype=np.int32)
+    renum[np.array(order)] = np.arange(len(order), dtype=np.int32)
+    data = renum[trans[order]].tobytes() + accepting[order].tobytes()
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_sub_dfa_digest_matches_definition_and_ignores_numbering(seed):
+    from deepinfer.constraints.cfg.scan import sub_dfa_digest
+    rng = np.random.default_rng(seed)
+    n = 60
+    trans = np.repeat(rng.integers(-1, n, size=(n, 16)), 16, axis=1).astype(np.int32)  # runs
+    trans[rng.random((n, 256)) < 0.05] = -1
+    accepting = rng.random(n) < 0.3
+    perm = rng.permutation(n)  # the same DFA renumbered: old state q is perm[q]
+    renamed = np.full_like(trans, -1)
+    renamed[perm] = np.where(trans >= 0, perm[trans], -1)
+    acc2 = np.zeros_like(accepting)
+    acc2[perm] = accepting
+    for q in range(0, n, 7):
+        assert sub_dfa_digest(trans, accepting, q) == _reference_digest(trans, accepting, q)
+        assert sub_dfa_digest(renamed, acc2, int(perm[q])) == sub_dfa_digest(trans, accepting, q)

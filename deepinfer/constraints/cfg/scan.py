@@ -256,9 +256,17 @@ class ScanCache:
 
 
 def sub_dfa_digest(trans: np.ndarray, accepting: np.ndarray, state: int) -> str:
+    # each row's targets in byte order, one per run of equal targets (rows are runs of
+    # character classes: ~10 entries instead of 256 per state; first occurrences are the same)
+    change = np.ones(trans.shape, dtype=bool)
+    np.not_equal(trans[:, 1:], trans[:, :-1], out=change[:, 1:])
+    rows, cols = np.nonzero(change)
+    values = trans[rows, cols].tolist()
+    bounds = np.searchsorted(rows, np.arange(trans.shape[0] + 1)).tolist()
     order, seen, i = [state], {state}, 0
     while i < len(order):
-        for t in dict.fromkeys(trans[order[i]].tolist()):  # targets in byte order (fast)
+        q = order[i]
+        for t in dict.fromkeys(values[bounds[q]:bounds[q + 1]]):  # targets in byte order
             if t >= 0 and t not in seen:
                 seen.add(t)
                 order.append(t)
