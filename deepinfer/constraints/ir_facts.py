@@ -41,46 +41,69 @@ _EPSILON = Facts(False, True, False, 0, 1)
 _NOTHING = Facts(True, False, False, 0, 2)
 
 
+# Facts of expressions without rule references depend on nothing else: kept process-wide,
+# keyed by the expression (O(1) cached hash; equal subtrees of different schemas share an
+# entry). Why: each compile's FactsCache otherwise recomputed the facts of the same string,
+# number and whitespace pieces for every new lexeme (~15% of a median MaskBench TTFM).
+_SHARED: dict[ir.Expr, Facts] = {}
+_SHARED_MAX = 50_000  # entries; emptied when full (it refills with what schemas use now)
+
+
 class FactsCache:
     """Facts of expressions over one set of regular rules (memoized per node object)."""
 
     def __init__(self, rules: dict[str, ir.Expr]) -> None:
         self.rules = rules
-        self._memo: dict[int, tuple[ir.Expr, Facts]] = {}  # id -> (node kept alive, facts)
+        self._memo: dict[int, tuple[ir.Expr, Facts, bool]] = {}  # id -> (node kept alive, facts, closed)
 
     def of(self, expr: ir.Expr) -> Facts:
+        return self._of(expr)[0]
+
+    def _of(self, expr: ir.Expr) -> tuple[Facts, bool]:
+        """(facts, closed: no rule reference inside)."""
         hit = self._memo.get(id(expr))
         if hit is not None and hit[0] is expr:
-            return hit[1]
-        facts = self._compute(expr)
-        self._memo[id(expr)] = (expr, facts)
-        return facts
+            return hit[1], hit[2]
+        facts = _SHARED.get(expr)
+        closed = facts is not None
+        if facts is None:
+            facts, closed = self._compute(expr)
+            if closed:
+                if len(_SHARED) >= _SHARED_MAX:
+                    _SHARED.clear()
+                _SHARED[expr] = facts
+        self._memo[id(expr)] = (expr, facts, closed)
+        return facts, closed
 
-    def _compute(self, e: ir.Expr) -> Facts:
+    def _compute(self, e: ir.Expr) -> tuple[Facts, bool]:
         if isinstance(e, ir.Literal):
             data = e.text.encode("utf-8")
-            return Facts(False, False, True, 1 << data[0], len(data) + 1) if data else _EPSILON
+            return (Facts(False, False, True, 1 << data[0], len(data) + 1) if data else _EPSILON), True
         if isinstance(e, ir.CharClass):
             if not e.ranges:
-                return _NOTHING
+                return _NOTHING, True
             first, states = _class_facts(e)
-            return Facts(False, False, True, first, states)
+            return Facts(False, False, True, first, states), True
         if isinstance(e, ir.Seq):
-            return self._seq([self.of(item) for item in e.items])
+            parts = [self._of(item) for item in e.items]
+            return self._seq([p[0] for p in parts]), all(p[1] for p in parts)
         if isinstance(e, ir.Alt):
-            parts = [self.of(item) for item in e.items]
+            pairs = [self._of(item) for item in e.items]
+            parts = [p[0] for p in pairs]
             first = 0
             for p in parts:
                 first |= p.first
-            return Facts(all(p.empty for p in parts), any(p.nullable for p in parts),
-                         any(p.nonempty for p in parts), first, 2 + sum(p.states for p in parts))
+            return (Facts(all(p.empty for p in parts), any(p.nullable for p in parts),
+                          any(p.nonempty for p in parts), first, 2 + sum(p.states for p in parts)),
+                    all(p[1] for p in pairs))
         if isinstance(e, ir.Repeat):
-            return self._repeat(self.of(e.item), e.min, e.max)
+            item, closed = self._of(e.item)
+            return self._repeat(item, e.min, e.max), closed
         if isinstance(e, ir.RuleRef):
             body = self.rules.get(e.name)
             if body is None:
                 raise KeyError(e.name)  # callers fall back to building the NFA (its error)
-            return self.of(body)
+            return self.of(body), False  # depends on this grammar's rules
         raise TypeError(f"not an IR expression: {e!r}")
 
     @staticmethod
