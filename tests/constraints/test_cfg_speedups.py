@@ -87,12 +87,13 @@ def test_root_runs_equal_plain_walks(deepseek_vocab, monkeypatch, pattern):
     assert pattern != TRIE or any(key[1] == 2 for key in fast.tails), "should use two-byte tails"
     assert pattern not in LITERALS or scan.literal_prefix(fast, lex.trans, lex.accepting, lex.start, 16)
 
-    monkeypatch.setattr(scan, "root_walk", lambda scans, key, trans, accepting, state, follow, idx,
+    monkeypatch.setattr(scan, "root_walk", lambda scans, key, trans, accepting, state, follow, keys,
                         inside, hit_idx, hit_off: ScanCache._walk_uniform(
-                            scans, trans.reshape(-1), accepting, follow, idx, 0, state, inside, hit_idx, hit_off))
+                            scans, trans.reshape(-1), accepting, follow, scan._ranges(keys, scans.vocab), 0,
+                            state, inside, hit_idx, hit_off))
     monkeypatch.setattr(scan, "chain_split", lambda *args: None)
     monkeypatch.setattr(scan, "literal_prefix", lambda *args: None)
-    monkeypatch.setattr(ScanCache, "_loop_shortcut", lambda self, t, a, s, f, idx: (idx, None))
+    monkeypatch.setattr(ScanCache, "_loop_shortcut", lambda self, t, a, s, f, keys: (None, None))
     slow = ScanCache(deepseek_vocab)
     for (q, i), entries in got.items():
         fid = slow.follow_id(follows[i])

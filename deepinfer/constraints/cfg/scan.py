@@ -188,12 +188,14 @@ class ScanCache:
             hit = self.loops[key] = (np.ascontiguousarray(bits), ok, trans)  # keep trans alive
         return hit[0], hit[1]
 
-    def _loop_shortcut(self, trans, accepting, state, follow, idx):
-        """Split off the ASCII tokens all of whose bytes loop on `state` (they stay in
-        it: inside, and no boundary where a follow byte could come next)."""
+    def _loop_shortcut(self, trans, accepting, state, follow, keys):
+        """Split the candidates (prefix keys `keys`) into the rest and the ASCII tokens
+        all of whose bytes loop on `state` (they stay in it: inside, and no boundary
+        where a follow byte could come next); (None, None) if that does not apply."""
         loop = trans[state, :128] == state                               # bool [128]
         if loop.sum() < 8 or (accepting[state] and (loop & follow[:128]).any()):
-            return idx, None
+            return None, None
+        idx = _ranges(keys, self.vocab)
         bits = np.packbits(loop, bitorder="little").view("<u8")          # uint64 [2]
         sig = self.ascii_sig[0][idx]
         stays = ~self.non_ascii[0][idx] & ((sig[:, 0] & ~bits[0]) == 0) & ((sig[:, 1] & ~bits[1]) == 0)
@@ -219,13 +221,13 @@ class ScanCache:
                 base_row = split[0]
                 self._walk_uniform(flat, accepting, follow, split[1], 0, state, inside, hit_idx, hit_off)
             else:
-                idx = _ranges(np.flatnonzero(live), vocab) if live is not None else np.zeros(0, np.int64)
-                rest, covered = self._loop_shortcut(trans, accepting, state, follow, idx)
+                keys = np.flatnonzero(live) if live is not None else np.zeros(0, np.int64)
+                rest, covered = self._loop_shortcut(trans, accepting, state, follow, keys)
                 if covered is not None and rest.size < SPLIT_MIN:
                     inside.append(covered)
                     self._walk_uniform(flat, accepting, follow, rest, 0, state, inside, hit_idx, hit_off)
                 else:  # shared walks after the first byte (tails.py); exact on its own
-                    root_walk(self, tail_key, trans, accepting, state, follow, idx, inside, hit_idx,
+                    root_walk(self, tail_key, trans, accepting, state, follow, keys, inside, hit_idx,
                               hit_off)
         else:
             offsets = np.flatnonzero(np.bincount(scope.offsets))  # distinct, ascending

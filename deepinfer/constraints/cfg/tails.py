@@ -30,6 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..masks import _ranges
+
 SPLIT_MIN = 4_000      # tokens in a group worth a cached tail if one exists
 SPLIT_BUILD = 20_000   # ... and worth computing one (about the cost of walking them)
 WIDE_LOOP = 64         # ASCII bytes looping on a state that make its tails worth building
@@ -45,17 +47,19 @@ class Tail:
     hit_byte: np.ndarray  # ... uint8 the byte after the boundary (for the follow filter)
 
 
-def root_walk(scans, key, trans, accepting, state, follow, idx, inside, hit_idx, hit_off) -> None:
-    """Append the root-scope entries of `idx` (the candidate positions from `state`,
-    ascending; scan._live_keys) to inside / hit_idx / hit_off."""
+def root_walk(scans, key, trans, accepting, state, follow, keys, inside, hit_idx, hit_off) -> None:
+    """Append the root-scope entries of the tokens with prefix keys `keys` (the
+    candidates from `state`, ascending; scan._live_keys) to inside / hit_idx / hit_off.
+    Keys, not positions: only the tokens left to walk are ever listed (a trie node
+    has ~110K candidates, most served by a tail)."""
     vocab = scans.vocab
     row = trans[state]
     ok = np.flatnonzero(row >= 0)                                   # allowed first bytes
-    # group sizes among the candidates (idx is ascending; tokens sort by first byte):
-    # a whole first-byte range can be big while its live second bytes are few,
-    # e.g. " " after a comma where only '  ' and ' "' go on (no tail is worth it)
-    counts = (np.searchsorted(idx, vocab.first_byte_start[ok + 1])
-              - np.searchsorted(idx, vocab.first_byte_start[ok]))
+    # group sizes among the candidates: a whole first-byte range can be big while its
+    # live second bytes are few, e.g. " " after a comma where only '  ' and ' "' go on
+    # (no tail is worth it)
+    firsts = keys // 257
+    counts = np.bincount(firsts, weights=vocab.pair_counts.take(keys), minlength=256).take(ok)
     targets = row.take(ok)
     col0 = vocab.sorted_bytes_T[0]
     small = np.ones(256, dtype=bool)
@@ -74,7 +78,7 @@ def root_walk(scans, key, trans, accepting, state, follow, idx, inside, hit_idx,
                 inside.append(ones)                                 # the byte moved to q2: alive
             _use(_tail(scans, trans, accepting, q2, 1), lut, vocab.first_byte_start, follow, inside,
                  hit_idx, hit_off)
-    rest = idx if small.all() else idx[small.take(col0.take(idx))]
+    rest = _ranges(keys if small.all() else keys[small.take(firsts)], vocab)
     if rest.size >= SPLIT_MIN:
         rest = _pair_groups(scans, trans, accepting, state, follow, ok[small.take(ok)], rest, inside,
                             hit_idx, hit_off)
