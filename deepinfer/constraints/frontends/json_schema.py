@@ -24,6 +24,7 @@ from deepinfer.constraints.errors import ConstraintError
 from deepinfer.constraints.ir import Expr, alt, literal
 
 from . import json_arrays, json_objects, json_scalars
+from .json_quick_valid import quick_valid
 from .json_composition import Composition
 from .json_merge import TYPES, MergeError, Normalizer, canon, merge, synthetic, type_set
 from .json_refs import Node, RefError, Refs
@@ -292,6 +293,9 @@ class Lowerer:
             return all(self.valid(value, m) for m in s["allOf"])
         if isinstance(s, dict) and isinstance(s.get("not"), Node):
             return not self.valid(value, s["not"])
+        quick = quick_valid(value, s)  # string enums under plain string schemas: no jsonschema call
+        if quick is not None:
+            return quick
         validator = self._validator()
         try:
             sub = validator.evolve(schema=s)
