@@ -33,17 +33,33 @@ _protected: OrderedDict = OrderedDict()
 _states = [0, 0]                          # probation, protected
 
 
-def lexeme_key(expr: ir.Expr, regular_rules: dict[str, ir.Expr], limits) -> tuple:
-    """(expr, the referenced regular rules as sorted (name, body) pairs, limits)."""
+def lexeme_key(expr: ir.Expr, regular_rules: dict[str, ir.Expr], limits, referenced=None) -> tuple:
+    """(expr, the referenced regular rules as sorted (name, body) pairs, limits).
+
+    `referenced(name)`, when given, names the rules a rule's body refers to directly
+    (ir.Grammar.referenced_rules, memoized per body): rule bodies are then not walked
+    again for every lexeme that mentions them (the JSON value and string rules were
+    walked once per lexeme)."""
     names: set[str] = set()
     todo = [expr]
+    pending: list[str] = []
     while todo:
         for node in ir.walk_unique(todo.pop()):
             if isinstance(node, ir.RuleRef) and node.name not in names:
                 names.add(node.name)
                 body = regular_rules.get(node.name)
-                if body is not None:
+                if body is None:
+                    continue
+                if referenced is None:
                     todo.append(body)
+                else:
+                    pending.append(node.name)
+    while pending:
+        for ref in referenced(pending.pop()):
+            if ref not in names:
+                names.add(ref)
+                if ref in regular_rules:
+                    pending.append(ref)
     refs = tuple(sorted((n, regular_rules.get(n)) for n in names))
     return (expr, refs, limits.max_nfa_states, limits.max_dfa_states)
 

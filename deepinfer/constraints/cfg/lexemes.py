@@ -46,7 +46,11 @@ def lexeme_index(symbol: int) -> int:
 
 
 def split_grammar(grammar: ir.Grammar, limits: Limits | None = None) -> Bnf:
-    return _Splitter(unroll_tail_recursion(grammar), limits or Limits()).run()
+    nonregular = nonregular_rules(grammar)
+    unrolled = _unroll(grammar, nonregular)
+    if unrolled is not grammar:  # unrolling may leave a rule no longer recursive
+        nonregular = nonregular_rules(unrolled)
+    return _Splitter(unrolled, limits or Limits(), nonregular).run()
 
 
 def unroll_tail_recursion(grammar: ir.Grammar) -> ir.Grammar:
@@ -58,7 +62,10 @@ def unroll_tail_recursion(grammar: ir.Grammar) -> ir.Grammar:
     like "--------" cross one lexeme boundary per character, each an Earley
     step; as a starred prefix the whole run is a single lexeme.
     """
-    nonregular = nonregular_rules(grammar)
+    return _unroll(grammar, nonregular_rules(grammar))
+
+
+def _unroll(grammar: ir.Grammar, nonregular: set[str]) -> ir.Grammar:
     rules = dict(grammar.rules)
     changed = False
     for name, body in grammar.rules.items():
@@ -104,10 +111,10 @@ def nonregular_rules(grammar: ir.Grammar) -> set[str]:
 
 
 class _Splitter:
-    def __init__(self, grammar: ir.Grammar, limits: Limits) -> None:
+    def __init__(self, grammar: ir.Grammar, limits: Limits, nonregular: set[str]) -> None:
         self.grammar = grammar
         self.limits = limits
-        self.nonregular = nonregular_rules(grammar)
+        self.nonregular = nonregular  # nonregular_rules(grammar), computed once by the caller
         self.regular_rules = {n: b for n, b in grammar.rules.items() if n not in self.nonregular}
         self.facts = FactsCache(self.regular_rules)
         self.names: list[str] = ["<start>"]
@@ -250,7 +257,7 @@ class _Splitter:
         if time.monotonic() > self.deadline:  # fail closed in bounded time, never hang a caller
             raise ConstraintError(f"grammar too complex: splitting it into lexical pieces took more than "
                                   f"{self.limits.time_budget_s:g} s ({len(self.lexemes)} pieces so far)")
-        key = lexeme_cache.lexeme_key(expr, self.regular_rules, self.limits)
+        key = lexeme_cache.lexeme_key(expr, self.regular_rules, self.limits, self.grammar.referenced_rules)
         cached = lexeme_cache.get(key)
         if cached is None:
             cached = self.new_lexeme(expr, key[1])
