@@ -307,7 +307,7 @@ class CfgAutomaton:
             after = last.memo[key] = (next_chart[len(chart)],
                                       self._with_new_threads(next_chart, ()).threads)
         item_set, threads = after
-        memo_key = (ctx[0].generation, scope)
+        memo_key = ("ids", ctx[0].generation, scope)  # never equal to a (lex, origin) key above
         found = item_set.memo.get(memo_key)
         if found is None:
             local: list[np.ndarray] = []

@@ -21,7 +21,8 @@ class ItemSet:
     waiting: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
     accepting: bool = False          # S' -> start . from set 0 is here
     lexemes: tuple[int, ...] = ()    # lexeme symbols expected next
-    memo: dict = field(default_factory=dict)  # (lexeme, origin) -> next ItemSet (masks)
+    # (lexeme, origin) -> (next ItemSet, threads); ("ids", scan generation, scope) -> token ids
+    memo: dict = field(default_factory=dict)
 
 
 class Chart:
