@@ -15,7 +15,7 @@ the IR and nfa.py's UTF-8 splitting, nothing about tokens or parsing.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -23,8 +23,7 @@ from . import ir
 from .nfa import utf8_sequences
 
 
-@dataclass(frozen=True, slots=True)
-class Facts:
+class Facts(NamedTuple):  # a tuple, not a frozen dataclass: built ~1000 times per compile
     empty: bool        # the language is empty
     nullable: bool     # it contains ""
     nonempty: bool     # it contains a string of at least one byte
@@ -84,18 +83,32 @@ class FactsCache:
                 return _NOTHING, True
             first, states = _class_facts(e)
             return Facts(False, False, True, first, states), True
-        if isinstance(e, ir.Seq):
-            parts = [self._of(item) for item in e.items]
-            return self._seq([p[0] for p in parts]), all(p[1] for p in parts)
+        if isinstance(e, ir.Seq):  # one pass over the items (this runs for every new node)
+            states, closed, empty, nullable, nonempty, first, more = 1, True, False, True, False, 0, True
+            for item in e.items:
+                f, c = self._of(item)
+                closed = closed and c
+                states += f.states
+                empty = empty or f.empty
+                nonempty = nonempty or f.nonempty
+                if more:  # a first byte of item i starts a string while items < i can be empty
+                    first |= f.first
+                    more = f.nullable
+                nullable = nullable and f.nullable
+            if empty:
+                return Facts(True, False, False, 0, states), closed
+            return Facts(False, nullable, nonempty, first, states), closed
         if isinstance(e, ir.Alt):
-            pairs = [self._of(item) for item in e.items]
-            parts = [p[0] for p in pairs]
-            first = 0
-            for p in parts:
-                first |= p.first
-            return (Facts(all(p.empty for p in parts), any(p.nullable for p in parts),
-                          any(p.nonempty for p in parts), first, 2 + sum(p.states for p in parts)),
-                    all(p[1] for p in pairs))
+            states, closed, empty, nullable, nonempty, first = 2, True, True, False, False, 0
+            for item in e.items:
+                f, c = self._of(item)
+                closed = closed and c
+                states += f.states
+                empty = empty and f.empty
+                nullable = nullable or f.nullable
+                nonempty = nonempty or f.nonempty
+                first |= f.first
+            return Facts(empty, nullable, nonempty, first, states), closed
         if isinstance(e, ir.Repeat):
             item, closed = self._of(e.item)
             return self._repeat(item, e.min, e.max), closed
@@ -105,18 +118,6 @@ class FactsCache:
                 raise KeyError(e.name)  # callers fall back to building the NFA (its error)
             return self.of(body), False  # depends on this grammar's rules
         raise TypeError(f"not an IR expression: {e!r}")
-
-    @staticmethod
-    def _seq(parts: list[Facts]) -> Facts:
-        states = 1 + sum(p.states for p in parts)
-        if any(p.empty for p in parts):
-            return Facts(True, False, False, 0, states)
-        first = 0
-        for p in parts:  # every part is non-empty: a first byte of part i starts a full string
-            first |= p.first
-            if not p.nullable:
-                break
-        return Facts(False, all(p.nullable for p in parts), any(p.nonempty for p in parts), first, states)
 
     @staticmethod
     def _repeat(item: Facts, lo: int, hi: int | None) -> Facts:
