@@ -26,7 +26,7 @@ Knows nothing about parsing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -45,6 +45,17 @@ class Tail:
     hit_pos: np.ndarray   # int64 positions crossing a boundary (sorted) ...
     hit_off: np.ndarray   # ... at these byte offsets (>= the tail's offset) ...
     hit_byte: np.ndarray  # ... uint8 the byte after the boundary (for the follow filter)
+    # follow set (bytes) -> (hit_pos, hit_off) of the crossings it keeps, still sorted:
+    # a string tail has ~470K crossings and the few follow sets come back at every use
+    by_follow: dict = field(default_factory=dict)
+
+    def hits_for(self, follow: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        key = follow.tobytes()
+        got = self.by_follow.get(key)
+        if got is None:
+            keep = follow.take(self.hit_byte)
+            got = self.by_follow[key] = (self.hit_pos[keep], self.hit_off[keep])
+        return got
 
 
 def root_walk(scans, key, trans, accepting, state, follow, keys, inside, hit_idx, hit_off) -> None:
@@ -158,11 +169,17 @@ def _use(tail: Tail, lut: np.ndarray, starts: np.ndarray, follow, inside, hit_id
         inside.append(tail.inside.take(_spans(a, b)))
     if not tail.hit_pos.size:
         return
-    sel = _spans(np.searchsorted(tail.hit_pos, lo), np.searchsorted(tail.hit_pos, hi))
-    sel = sel[follow.take(tail.hit_byte.take(sel))]
-    if sel.size:
-        hit_idx.append(tail.hit_pos.take(sel))
-        hit_off.append(tail.hit_off.take(sel))
+    pos, off = tail.hits_for(follow)
+    a, b = np.searchsorted(pos, lo), np.searchsorted(pos, hi)
+    if len(a) <= FEW_RANGES:
+        for x, y in zip(a.tolist(), b.tolist()):
+            if y > x:
+                hit_idx.append(pos[x:y])
+                hit_off.append(off[x:y])
+    else:
+        sel = _spans(a, b)
+        hit_idx.append(pos.take(sel))
+        hit_off.append(off.take(sel))
 
 
 def _spans(a: np.ndarray, b: np.ndarray) -> np.ndarray:
