@@ -35,7 +35,8 @@ from ..masks import _ranges
 SPLIT_MIN = 4_000      # tokens in a group worth a cached tail if one exists
 SPLIT_BUILD = 20_000   # ... and worth computing one (about the cost of walking them)
 WIDE_LOOP = 64         # ASCII bytes looping on a state that make its tails worth building
-FEW_RANGES = 32       # _use slices this many position ranges; more: one gather
+FOLLOWS_KEPT = 8       # filtered crossings kept per tail (Tail.hits_for)
+FEW_RANGES = 32        # _use slices this many position ranges; more: one gather
 _ANY = np.ones(256, dtype=bool)  # tails are built for every follow byte
 
 
@@ -54,7 +55,9 @@ class Tail:
         got = self.by_follow.get(key)
         if got is None:
             keep = follow.take(self.hit_byte)
-            got = self.by_follow[key] = (self.hit_pos[keep], self.hit_off[keep])
+            got = (self.hit_pos[keep], self.hit_off[keep])
+            if len(self.by_follow) < FOLLOWS_KEPT:  # bounded: ~7 MB each for a string tail
+                self.by_follow[key] = got
         return got
 
 
