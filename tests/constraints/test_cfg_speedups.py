@@ -194,3 +194,15 @@ def test_sub_dfa_digest_matches_definition_and_ignores_numbering(seed):
     for q in range(0, n, 7):
         assert sub_dfa_digest(trans, accepting, q) == _reference_digest(trans, accepting, q)
         assert sub_dfa_digest(renamed, acc2, int(perm[q])) == sub_dfa_digest(trans, accepting, q)
+
+
+def test_pack_positions_equals_pack_mask(deepseek_vocab):
+    """Root runs pack their positions through an id -> position table: same row as packing ids."""
+    from deepinfer.constraints.masks import pack_mask
+    scans = ScanCache(deepseek_vocab)
+    n = len(deepseek_vocab.sorted_ids)
+    rng = np.random.default_rng(3)
+    for sizes in ([5], [3000, 40], [60000, 60000, 10]):  # pieces may overlap
+        pieces = [rng.choice(n, k, replace=False) for k in sizes]
+        want = pack_mask(deepseek_vocab.sorted_ids[np.concatenate(pieces)], deepseek_vocab)
+        np.testing.assert_array_equal(scans._pack_positions(pieces), want)

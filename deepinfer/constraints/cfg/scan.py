@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..masks import _ranges, pack_mask
+from ..masks import _ranges
 from .chain_runs import chain_split
 from .literal_runs import literal_prefix, literal_walk
 from .tails import SPLIT_MIN, root_walk
@@ -74,6 +74,7 @@ class ScanCache:
         self.state_digests: dict = {}  # (trans address, rows, state) -> (digest, trans kept alive)
         self._longer: dict[int, np.ndarray] = {}
         self._sorted_tokens: list[bytes] | None = None
+        self._id_positions: np.ndarray | None = None  # int64 [words * 32] (_pack_positions)
         self.follow_ids: dict[bytes, int] = {}
         self.follows: list[np.ndarray] = []
 
@@ -247,14 +248,28 @@ class ScanCache:
             child = len(self.scopes)
             self.scopes.append(Scope(np.concatenate(hit_idx), np.concatenate(hit_off)))
             self.entries += len(self.scopes[-1].positions)
-        ids = vocab.sorted_ids[np.concatenate(inside)] if inside else np.zeros(0, np.int32)
-        if scope_id == ROOT and (base_row is not None or ids.size > SMALL_ROOT):
-            row = pack_mask(ids, vocab)
+        if scope_id == ROOT and (base_row is not None or sum(len(p) for p in inside) > SMALL_ROOT):
+            row = self._pack_positions(inside)
             if base_row is not None:
                 row |= base_row
             row.flags.writeable = False
             return Run(row, np.zeros(0, np.int32), child)
-        return Run(None, ids.astype(np.int32), child)  # may repeat: callers scatter
+        ids = vocab.sorted_ids[np.concatenate(inside)] if inside else np.zeros(0, np.int32)
+        return Run(None, ids.astype(np.int32), child)
+
+    def _pack_positions(self, pieces: list[np.ndarray]) -> np.ndarray:
+        """int32 [words] packed row of the tokens at these sorted positions: a bool per
+        position, read in id order (2x faster than gathering ids and scattering bits)."""
+        n = len(self.vocab.sorted_ids)
+        if self._id_positions is None:  # id -> sorted position; n (always False) if none
+            inv = np.full(self.vocab.words * 32, n, dtype=np.int64)
+            inv[self.vocab.sorted_ids] = np.arange(n)
+            self._id_positions = inv
+        hit = np.zeros(n + 1, dtype=bool)
+        for p in pieces:
+            hit[p] = True
+        return np.packbits(hit.take(self._id_positions), bitorder="little").view("<i4").astype(
+            np.int32, copy=False)  # may repeat: callers scatter
 
 
 def sub_dfa_digest(trans: np.ndarray, accepting: np.ndarray, state: int) -> str:
