@@ -30,20 +30,27 @@ def follow_first_bytes(bnf: Bnf, nullable: list[bool]) -> list[np.ndarray]:
     while changed:
         changed = False
         for lhs, rhs in bnf.productions:
-            for i, sym in enumerate(rhs):
-                rest = rhs[i + 1:]
-                found = _first_of(rest, first, nullable)
-                if all(s >= 0 and nullable[s] for s in rest):
-                    found = found | follow_nt[lhs]
+            # Right to left: `trailer` is FIRST(rest), plus FOLLOW(lhs) while rest is all
+            # nullable nonterminals (linear per production; slicing each rest was quadratic).
+            trailer = follow_nt[lhs]
+            for sym in reversed(rhs):
                 target = follow_nt[sym] if sym >= 0 else follow_lex.setdefault(sym, set())
-                before = len(target)
-                target |= found
-                changed |= len(target) != before
+                if target is not trailer:
+                    before = len(target)
+                    target |= trailer
+                    changed |= len(target) != before
+                if sym < 0:
+                    trailer = {sym}
+                elif nullable[sym]:
+                    trailer = first[sym] | trailer
+                else:
+                    trailer = first[sym]
     out = []
-    for index, lexeme in enumerate(bnf.lexemes):
+    firsts = [lexeme.first_bytes for lexeme in bnf.lexemes]  # no DFA needed (lazy)
+    for index in range(len(bnf.lexemes)):
         row = np.zeros(256, dtype=bool)
         for sym in follow_lex.get(-(index + 1), ()):
-            row |= bnf.lexemes[lexeme_index(sym)].first_bytes  # no DFA needed (lazy)
+            row |= firsts[lexeme_index(sym)]
         out.append(row)
     return out
 
