@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import ir
+from ..ir_facts import FactsCache
 from ..dfa import Limits, determinize
 from ..errors import ConstraintError
 from ..nfa import build_nfa
@@ -118,6 +119,12 @@ def _plain(expr) -> bool:
 
 
 def _build(expr) -> Head | None:
+    if FactsCache({}).of(expr).states > MAX_HEAD_NFA:
+        # Too big to share (any-other-key tries after `, ws "`): known from the tree, without
+        # building ~400 NFA states first only to hit the limit (~0.8 ms a compile on MaskBench).
+        # The estimate never undercounts nfa.py, so no head that fits is lost to it (None is
+        # always sound: the lexeme then uses its own DFA).
+        return None
     try:
         nfa = build_nfa(expr, max_states=MAX_HEAD_NFA)
         dfa = determinize(nfa, Limits(max_nfa_states=MAX_HEAD_NFA, max_dfa_states=MAX_HEAD_NFA))

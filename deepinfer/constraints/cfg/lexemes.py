@@ -75,8 +75,8 @@ def _unroll(grammar: ir.Grammar, nonregular: set[str]) -> ir.Grammar:
         recursive, base = [], []
         for branch in body.items if isinstance(body, ir.Alt) else (body,):
             items = branch.items if isinstance(branch, ir.Seq) else (branch,)
-            prefix = ir.seq(*items[:-1])
-            if len(items) > 1 and items[-1] == me and not _mentions(prefix, nonregular):
+            prefix = ir.seq(*items[:-1]) if len(items) > 1 and items[-1] == me else None
+            if prefix is not None and not _mentions(prefix, nonregular):
                 recursive.append(prefix)
             else:  # may mention A anywhere: A = R A | B(A) still gives A = R* B(A)
                 base.append(branch)
@@ -91,7 +91,7 @@ def _unroll(grammar: ir.Grammar, nonregular: set[str]) -> ir.Grammar:
 
 
 def _mentions(expr: ir.Expr, names: set[str]) -> bool:
-    return any(isinstance(e, ir.RuleRef) and e.name in names for e in ir.walk(expr))
+    return any(isinstance(e, ir.RuleRef) and e.name in names for e in ir.walk_unique(expr))
 
 
 def nonregular_rules(grammar: ir.Grammar) -> set[str]:
