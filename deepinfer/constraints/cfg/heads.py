@@ -59,8 +59,10 @@ class Head:
             self.paths[0] = b""
             order = [0]
             for s in order:
-                for byte, t in enumerate(self.trans[s].tolist()):
-                    if t >= 0 and t not in self.paths:
+                row = self.trans[s]
+                live = np.flatnonzero(row >= 0)  # ascending bytes, as before: same paths
+                for byte, t in zip(live.tolist(), row[live].tolist()):
+                    if t not in self.paths:
                         self.paths[t] = self.paths[s] + bytes([byte])
                         order.append(t)
         return self.paths[q]
