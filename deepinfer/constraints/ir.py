@@ -28,7 +28,10 @@ class Expr:
     cached hashes, and only then the fields.
     """
 
-    __slots__ = ()
+    __slots__ = ("_h",)
+
+    def __post_init__(self) -> None:  # the dataclass __init__ of every node calls this
+        object.__setattr__(self, "_h", hash((self.__class__.__name__,) + self._values()))
 
     def __hash__(self) -> int:
         return self._h
@@ -49,11 +52,6 @@ class Literal(Expr):
     """An exact Unicode string ('' is the empty string)."""
 
     text: str
-    _h: int = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_h", hash(('Literal', self.text)))
-
     def _values(self) -> tuple:
         return (self.text,)
 
@@ -67,11 +65,6 @@ class CharClass(Expr):
     """
 
     ranges: tuple[tuple[int, int], ...]
-    _h: int = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_h", hash(('CharClass', self.ranges)))
-
     def _values(self) -> tuple:
         return (self.ranges,)
 
@@ -98,11 +91,6 @@ class Seq(Expr):
     """Concatenation; `Seq(())` is the empty string."""
 
     items: tuple[Expr, ...]
-    _h: int = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_h", hash(('Seq', self.items)))
-
     def _values(self) -> tuple:
         return (self.items,)
 
@@ -112,11 +100,6 @@ class Alt(Expr):
     """Alternation; `Alt(())` is the empty language (matches nothing)."""
 
     items: tuple[Expr, ...]
-    _h: int = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_h", hash(('Alt', self.items)))
-
     def _values(self) -> tuple:
         return (self.items,)
 
@@ -128,11 +111,6 @@ class Repeat(Expr):
     item: Expr
     min: int = 0
     max: int | None = None
-    _h: int = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_h", hash(('Repeat', self.item, self.min, self.max)))
-
     def _values(self) -> tuple:
         return (self.item, self.min, self.max)
 
@@ -142,11 +120,6 @@ class RuleRef(Expr):
     """A reference to another rule of the same grammar, by name."""
 
     name: str
-    _h: int = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_h", hash(('RuleRef', self.name)))
-
     def _values(self) -> tuple:
         return (self.name,)
 
