@@ -58,7 +58,7 @@ def is_recursive(grammar: ir.Grammar) -> bool:
 
     def visit(name: str) -> bool:
         state[name] = 1
-        for ref in grammar.referenced_rules(name):
+        for ref in ir.rule_refs(grammar.rules[name]):  # memoized on the IR nodes
             if ref not in grammar.rules:
                 raise ConstraintError(f"rule {name!r} refers to undefined rule {ref!r}")
             mark = state.get(ref)

@@ -28,10 +28,11 @@ class Expr:
     cached hashes, and only then the fields.
     """
 
-    __slots__ = ("_h",)
+    __slots__ = ("_h", "_r")  # _r: the rule names referenced inside (see rule_refs)
 
     def __post_init__(self) -> None:  # the dataclass __init__ of every node calls this
         object.__setattr__(self, "_h", hash((self.__class__.__name__,) + self._values()))
+        object.__setattr__(self, "_r", _refs_at_construction(self))
 
     def __hash__(self) -> int:
         return self._h
@@ -45,6 +46,36 @@ class Expr:
 
     def __reduce__(self):  # rebuild (and re-hash) in the receiving process
         return (self.__class__, self._values())
+
+
+_NO_REFS: frozenset = frozenset()
+
+
+def rule_refs(expr: Expr) -> frozenset:
+    """The names of the rules referenced anywhere inside `expr` (O(1): kept on each node).
+
+    Why on the node: front ends share subtrees (the JSON value, string bodies) and
+    several grammars share rule bodies; recursion checks, the lexical split and
+    lexeme cache keys all ask, and walking bodies per grammar was ~5% of a median
+    JSON Schema compile. Computing it at construction costs one small union per
+    node, from children that already know theirs."""
+    return expr._r
+
+
+def _refs_at_construction(node: Expr) -> frozenset:
+    cls = node.__class__
+    if cls is Seq or cls is Alt:
+        found = _NO_REFS
+        for item in node.items:
+            refs = item._r
+            if refs and refs is not found and not refs <= found:
+                found = refs if not found else found | refs
+        return found
+    if cls is Repeat:
+        return node.item._r
+    if cls is RuleRef:
+        return frozenset((node.name,))
+    return _NO_REFS
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -139,6 +170,8 @@ class Grammar:
     rules: dict[str, Expr]
     start: str = "start"
     annotations: list[str] = field(default_factory=list)
+    # unused now (referenced rules are memoized on the IR nodes); kept because
+    # cfg/lexemes.py still copies it between grammars
     _refs: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -151,31 +184,11 @@ class Grammar:
         return "\n".join(lines)
 
     def referenced_rules(self, name: str) -> set[str]:
-        """Names of the rules that rule `name` refers to directly.
+        """Names of the rules that rule `name` refers to directly (a fresh set).
 
-        Memoized per rule body, and each shared sub-expression is visited once:
-        front ends reuse subtrees (the JSON value, string bodies), so walking the
-        body as a tree was quadratic and dominated small compiles."""
-        body = self.rules[name]
-        hit = self._refs.get(name)
-        if hit is not None and hit[0] is body:
-            return set(hit[1])
-        found: set[str] = set()
-        seen: set[int] = set()
-        stack = [body]
-        while stack:
-            node = stack.pop()
-            if id(node) in seen:
-                continue
-            seen.add(id(node))
-            if isinstance(node, RuleRef):
-                found.add(node.name)
-            elif isinstance(node, (Seq, Alt)):
-                stack.extend(node.items)
-            elif isinstance(node, Repeat):
-                stack.append(node.item)
-        self._refs[name] = (body, frozenset(found))
-        return found
+        Memoized on the body's nodes (rule_refs), so grammars that share bodies
+        (split, unsplit, unrolled copies of one lowering) walk each node once."""
+        return set(rule_refs(self.rules[name]))
 
 
 def walk(expr: Expr):

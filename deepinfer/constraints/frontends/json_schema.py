@@ -88,9 +88,7 @@ def unsplit(grammar: ir.Grammar) -> ir.Grammar:
         if isinstance(body, ir.Alt) and dead in body.items:
             body = alt(*(item for item in body.items if item != dead)) if len(body.items) > 1 else ir.NOTHING
         rules[name] = body
-    out = ir.Grammar(rules, grammar.start, list(grammar.annotations))
-    out._refs.update(grammar._refs)  # referenced-rule memo: entries are checked against the body
-    return out
+    return ir.Grammar(rules, grammar.start, list(grammar.annotations))
 
 
 def load_schema(schema) -> Any:
