@@ -35,6 +35,7 @@ from .literal_runs import MIN_LITERAL
 
 MAX_HEAD_NFA = 400          # heads are whitespace and punctuation; bigger ones are not shared
 _HEADS: dict = {}  # head or ("tail", expr) expression -> Head | None (IR nodes hash in O(1))
+_HEADS_MAX = 4_096  # entries (heads are small: whitespace, punctuation, short keys); then emptied
 
 
 @dataclass(eq=False)
@@ -84,7 +85,7 @@ def split_head(expr) -> tuple[ir.Expr, bytes] | None:
                     break
                 literal += nxt.text.encode("utf-8")
             head = ir.Seq(tuple(items[:k]))
-            return (head, bytes(literal)) if _plain(head) else None
+            return (head, bytes(literal)) if plain(head) else None
     return None
 
 
@@ -94,19 +95,31 @@ def head_for(expr) -> tuple[Head, bytes] | None:
     if split is None:
         return None
     head_expr, literal = split
-    if head_expr not in _HEADS:
-        _HEADS[head_expr] = _build(head_expr)
-    head = _HEADS[head_expr]
+    head = shared_head(head_expr)
     if head is None or (head.trans[head.accepting, literal[0]] >= 0).any():
         return None  # not deterministic where the head ends: use the lexeme's DFA
     return head, literal
 
 
-_PLAIN: dict = {}  # expression -> _plain(expression); IR nodes are immutable and hash in O(1)
+def shared_head(expr) -> Head | None:
+    """The process-wide DFA of a small plain expression (None if too big or empty).
+
+    Bounded: a long-running server compiles ever new schemas, and keys such as a
+    schema's property names end up in heads; emptied when full (refilled on demand)."""
+    head = _HEADS.get(expr, _MISSING)
+    if head is _MISSING:
+        if len(_HEADS) >= _HEADS_MAX:
+            _HEADS.clear()
+        head = _HEADS[expr] = _build(expr[1] if isinstance(expr, tuple) else expr)
+    return head
+
+
+_MISSING = object()
+_PLAIN: dict = {}  # expression -> plain(expression); IR nodes are immutable and hash in O(1)
 _PLAIN_MAX = 50_000
 
 
-def _plain(expr) -> bool:
+def plain(expr) -> bool:
     """No reference to a regular rule (those need the grammar's rules to build).
 
     Memoized: the same head/tail expressions recur across lexemes and compiles, and the
@@ -155,12 +168,9 @@ def install_composed(lexeme, literal: bytes, head: Head) -> bool:
     while j < len(items) and isinstance(items[j], ir.Literal):
         j += 1
     tail_expr = ir.Seq(tuple(items[j:]))
-    if not _plain(tail_expr):
+    if not plain(tail_expr):
         return False
-    key = ("tail", tail_expr)
-    if key not in _HEADS:
-        _HEADS[key] = _build(tail_expr)
-    tail = _HEADS[key]
+    tail = shared_head(("tail", tail_expr))
     if tail is None:
         return False
     trans, accepting = compose(head, literal, tail)

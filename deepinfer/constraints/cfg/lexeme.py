@@ -30,6 +30,7 @@ from ..dfa import Limits, determinize
 from ..errors import ConstraintError
 from ..gcpause import gc_paused
 from ..nfa import Nfa, build_nfa
+from .parts import composed_dfa
 
 EAGER_NFA_STATES = 4000  # bigger NFAs are determinized at compile time (limits fail the compile)
 _DFA_ATTRS = frozenset({"trans", "accepting", "start", "digest", "rows", "accept_list"})
@@ -60,14 +61,21 @@ class Lexeme:
             if "trans" in self.__dict__:
                 return
             try:
-                with gc_paused():  # runs inside a mask or advance step: no full GC pass there
-                    nfa = self._nfa
-                    if nfa is None:
-                        rules = dict(self._rules or {})
-                        rules["__lexeme__"] = self.expr
-                        nfa = build_nfa(ir.Grammar(rules, "__lexeme__"), self._limits.max_nfa_states)
-                    dfa = determinize(nfa, self._limits)
-                trans, accepting, start, digest = dfa.trans, dfa.accepting, 0, dfa.digest
+                # `,` ws `"` key-trie ...: from a shared head and rest (parts.py), not a
+                # subset construction of its own (the rest recurs in the same schema)
+                parts = None if self.nullable else composed_dfa(self.expr, self._limits)
+                if parts is not None:
+                    trans, accepting, digest = parts
+                else:
+                    with gc_paused():  # runs inside a mask or advance step: no full GC pass there
+                        nfa = self._nfa
+                        if nfa is None:
+                            rules = dict(self._rules or {})
+                            rules["__lexeme__"] = self.expr
+                            nfa = build_nfa(ir.Grammar(rules, "__lexeme__"), self._limits.max_nfa_states)
+                        dfa = determinize(nfa, self._limits)
+                    trans, accepting, digest = dfa.trans, dfa.accepting, dfa.digest
+                start = 0
             except ConstraintError as exc:  # too large after all: match nothing (sound)
                 self.error = str(exc)
                 trans, accepting = np.full((1, 256), -1, np.int32), np.zeros(1, bool)

@@ -1,0 +1,124 @@
+"""Lexeme DFAs composed from a small head and a shared rest: `,` ws `"` (key trie) `":` ws.
+
+(Created by the TBM helper.) An object with optional properties offers, after
+each value, the lexeme `,` ws `"` K `":` ws, where K is its "any other key"
+trie (every string but the listed names), and at its first key the same lexeme
+without `,` ws. Each used to be determinized on its own: the same K (hundreds
+to thousands of DFA states) twice per object, 15-300 ms each, mostly inside a
+mask step (TBM) or the compile (TTFM). Here a lexeme Seq(head items, rest
+items) is split after its last literal that leaves a rest of MIN_REST_NFA+
+states behind a small plain head; the head's DFA (heads.py, shared) and the rest's DFA (cached here,
+process-wide, bounded) are concatenated: a few array copies.
+
+Exact when the concatenation is deterministic, which `compose` checks: no
+accepting head state reads a first byte of the rest (then the rest starts
+exactly where the head ends). The composed table need not be minimal; nothing
+relies on that for correctness (scan.py's digests only share less).
+Knows nothing about tokens or parsing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+
+import numpy as np
+
+from .. import ir
+from ..dfa import Limits, determinize
+from ..errors import ConstraintError
+from ..gcpause import gc_paused
+from ..ir_facts import FactsCache
+from ..nfa import build_nfa
+from .heads import MAX_HEAD_NFA, plain, shared_head
+
+MIN_REST_NFA = 100        # smaller rests are cheap to build whole: no split
+MAX_KEPT_STATES = 60_000  # DFA states of the rests kept (1 KB each)
+_lock = threading.Lock()
+_rests: OrderedDict = OrderedDict()  # (rest expr, limits) -> (trans, accepting) | None (LRU)
+_kept = [0]
+
+
+def split_parts(expr) -> tuple[ir.Expr, ir.Expr] | None:
+    """(head, rest) with expr == Seq(head items + rest items): the head ends with a
+    literal, is plain and at most MAX_HEAD_NFA NFA states; the rest is plain, starts
+    with a non-literal and is at least MIN_REST_NFA states. The split is the last such
+    point, so `,` ws `"` K ... and `"` K ... share the same rest K ...; None if none."""
+    if not isinstance(expr, ir.Seq) or len(expr.items) < 2:
+        return None
+    if not plain(expr):  # a regular rule reference: built with the grammar's rules instead
+        return None
+    items, facts = expr.items, FactsCache({})
+    sizes = [facts.of(item).states for item in items]
+    best, size, left = None, 0, sum(sizes)
+    for k in range(1, len(items)):
+        size, left = size + sizes[k - 1], left - sizes[k - 1]
+        if size > MAX_HEAD_NFA or left < MIN_REST_NFA:
+            break
+        if isinstance(items[k - 1], ir.Literal) and not isinstance(items[k], ir.Literal):
+            best = k
+    if best is None:
+        return None
+    return ir.Seq(tuple(items[:best])), ir.Seq(tuple(items[best:]))
+
+
+def composed_dfa(expr, limits: Limits) -> tuple[np.ndarray, np.ndarray, str] | None:
+    """(trans int32 [S, 256] read-only, accepting bool [S], digest) of expr's DFA
+    (start 0) from its shared parts, or None when it does not split deterministically
+    (the caller then determinizes expr itself)."""
+    split = split_parts(expr)
+    if split is None:
+        return None
+    head = shared_head(split[0])
+    if head is None or head.accepting[0]:
+        return None
+    rest = _rest_dfa(split[1], limits)
+    if rest is None:
+        return None
+    return compose(head.trans, head.accepting, *rest)
+
+
+def compose(h_trans, h_accepting, r_trans, r_accepting):
+    """Concatenation H . R of two DFAs (start 0 each) when deterministic, else None."""
+    starts = r_trans[0] >= 0                                        # bool [256] R's first bytes
+    ends = np.flatnonzero(h_accepting)
+    if (h_trans[ends][:, starts] >= 0).any():
+        return None  # an accepting head state could also go on in the head
+    sh = len(h_trans)
+    trans = np.empty((sh + len(r_trans), 256), dtype=np.int32)
+    trans[:sh] = h_trans
+    trans[sh:] = np.where(r_trans >= 0, r_trans + sh, -1)
+    trans[np.ix_(ends, np.flatnonzero(starts))] = r_trans[0, starts] + sh
+    accepting = np.concatenate([h_accepting & bool(r_accepting[0]), r_accepting])
+    trans.flags.writeable = False
+    digest = "parts:" + hashlib.blake2b(trans.tobytes() + accepting.tobytes(), digest_size=16).hexdigest()
+    return trans, accepting, digest
+
+
+def _rest_dfa(rest, limits: Limits):
+    key = (rest, limits.max_nfa_states, limits.max_dfa_states)
+    with _lock:
+        if key in _rests:
+            _rests.move_to_end(key)
+            return _rests[key]
+    try:
+        with gc_paused():
+            dfa = determinize(build_nfa(rest, limits.max_nfa_states), limits)
+        got = (np.ascontiguousarray(dfa.trans, dtype=np.int32), dfa.accepting)
+    except ConstraintError:
+        got = None  # the caller's own build reports the error
+    with _lock:
+        if key not in _rests:
+            _rests[key] = got
+            _kept[0] += 0 if got is None else len(got[0])
+            while _kept[0] > MAX_KEPT_STATES and len(_rests) > 1:
+                _, old = _rests.popitem(last=False)
+                _kept[0] -= 0 if old is None else len(old[0])
+    return got
+
+
+def clear() -> None:
+    with _lock:
+        _rests.clear()
+        _kept[0] = 0

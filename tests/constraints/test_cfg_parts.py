@@ -1,0 +1,138 @@
+"""Lexeme DFAs composed from a shared head and rest (cfg/parts.py) accept exactly the
+lexeme's language, give the same masks as fully determinized lexemes on the real DeepSeek-V4
+vocabulary, and the `,` ws `"` key-trie and `"` key-trie lexemes of one object share one rest."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from deepinfer.constraints import ir
+from deepinfer.constraints.cfg import heads, lexeme as lexeme_mod, parts
+from deepinfer.constraints.cfg.automaton import CfgAutomaton
+from deepinfer.constraints.cfg.lexeme import Lexeme
+from deepinfer.constraints.cfg.lexemes import Bnf
+from deepinfer.constraints.dfa import Limits, determinize
+from deepinfer.constraints.nfa import build_nfa
+
+# objects with optional properties and open keys: "any other key" tries after `{` and `,`
+SCHEMAS = [
+    ({"type": "object", "properties": {k: {"type": "string"} for k in
+                                       ["path", "name", "pattern", "namespace", "version"]}},
+     {"path": "a", "name": "b", "version": "1", "other": "c"}),
+    ({"type": "object", "properties": {"id": {"type": "integer"}, "tags": {"type": "array", "items": {
+        "type": "object", "properties": {"key": {"type": "string"}, "kind": {"type": "string"}}}}},
+      "additionalProperties": {"type": "integer"}},
+     {"id": 1, "tags": [{"key": "x", "zz": "q"}, {"kind": "k"}], "extra": 2}),
+]
+
+
+def _cfg(compiled) -> CfgAutomaton:
+    automaton = getattr(compiled.automaton, "inner", compiled.automaton)
+    if not isinstance(automaton, CfgAutomaton):
+        pytest.skip("schema compiled to another back end")
+    return automaton
+
+
+def _same_language(t1, a1, t2, a2) -> bool:
+    """Product walk from both start states (0): same acceptance and live bytes everywhere."""
+    seen, todo = {(0, 0)}, [(0, 0)]
+    while todo:
+        p, q = todo.pop()
+        if a1[p] != a2[q] or not np.array_equal(t1[p] >= 0, t2[q] >= 0):
+            return False
+        for byte in np.flatnonzero(t1[p] >= 0).tolist():
+            pair = (int(t1[p, byte]), int(t2[q, byte]))
+            if pair not in seen:
+                seen.add(pair)
+                todo.append(pair)
+    return True
+
+
+@pytest.mark.parametrize("case", range(len(SCHEMAS)))
+def test_composed_lexemes_equal_determinized(deepseek_compiler, case):
+    automaton = _cfg(deepseek_compiler.compile_json_schema(SCHEMAS[case][0]))
+    composed = 0
+    for lx in automaton.lexemes:
+        got = None if lx.nullable else parts.composed_dfa(lx.expr, Limits())
+        if got is None:
+            continue
+        composed += 1
+        dfa = determinize(build_nfa(lx.expr, 200_000), Limits())
+        assert _same_language(got[0], got[1], dfa.trans, dfa.accepting), repr(lx.expr)[:200]
+    assert composed >= 2
+
+
+def test_comma_and_first_key_tries_share_a_rest(deepseek_compiler):
+    automaton = _cfg(deepseek_compiler.compile_json_schema(SCHEMAS[0][0]))
+    splits = [parts.split_parts(lx.expr) for lx in automaton.lexemes]
+    rests = {}
+    for split in splits:
+        if split is not None:
+            first = split[0].items[0]
+            rests.setdefault(split[1], set()).add(first.text if isinstance(first, ir.Literal) else "?")
+    assert any({",", '"'} <= firsts for firsts in rests.values())
+
+
+def _rebuilt(automaton: CfgAutomaton) -> CfgAutomaton:
+    """The same grammar with fresh lexemes determinized whole (no composition)."""
+    fresh = [Lexeme(lx.expr, None, Limits(), lx.first_bytes, lx.nullable, rules={}) if
+             parts.split_parts(lx.expr) is not None else lx for lx in automaton.lexemes]
+    bnf = automaton.bnf
+    return CfgAutomaton(Bnf(bnf.names, bnf.productions, fresh), automaton.vocab)
+
+
+@pytest.mark.parametrize("case", range(len(SCHEMAS)))
+def test_composed_masks_equal_determinized_masks(deepseek_compiler, deepseek_vocab, deepseek_tokenizer,
+                                                  monkeypatch, case):
+    schema, instance = SCHEMAS[case]
+    fast = _cfg(deepseek_compiler.compile_json_schema(schema))
+    with monkeypatch.context() as patch:
+        patch.setattr(lexeme_mod, "composed_dfa", lambda expr, limits: None)
+        slow = _rebuilt(fast)
+        for lx in slow.lexemes:
+            lx.build()
+    for lx in fast.lexemes:
+        lx.build()
+    assert any(a is not b and a.digest.startswith("parts:") for a, b in zip(fast.lexemes, slow.lexemes))
+    ids = deepseek_tokenizer.encode(json.dumps(instance), add_special_tokens=False).ids
+    a, b = fast.initial_state(), slow.initial_state()
+    row_a = np.zeros(deepseek_vocab.words, dtype=np.int32)
+    row_b = np.zeros(deepseek_vocab.words, dtype=np.int32)
+    for token in ids + [None]:
+        fast.fill_mask(a, row_a)
+        slow.fill_mask(b, row_b)
+        assert np.array_equal(row_a, row_b)
+        if token is None:
+            break
+        a, b = fast.next_state(a, token), slow.next_state(b, token)
+        assert a is not None and b is not None
+    assert fast.is_accepting(a) and slow.is_accepting(b)
+
+
+def test_compose_refuses_a_nondeterministic_join():
+    head = determinize(build_nfa(ir.Seq((ir.Literal("a"), ir.Repeat(ir.Literal("b"), 0, None))), 100),
+                       Limits())
+    rest = determinize(build_nfa(ir.Literal("bc"), 100), Limits())
+    assert parts.compose(head.trans, head.accepting, rest.trans, rest.accepting) is None
+    rest = determinize(build_nfa(ir.Literal("cb"), 100), Limits())
+    trans, accepting, _ = parts.compose(head.trans, head.accepting, rest.trans, rest.accepting)
+    whole = determinize(build_nfa(ir.Seq((ir.Literal("a"), ir.Repeat(ir.Literal("b"), 0, None),
+                                          ir.Literal("cb"))), 100), Limits())
+    assert _same_language(trans, accepting, whole.trans, whole.accepting)
+
+
+def test_shared_caches_are_bounded(monkeypatch):
+    monkeypatch.setattr(parts, "MAX_KEPT_STATES", 10)
+    parts.clear()
+    for i in range(6):
+        parts._rest_dfa(ir.Seq((ir.CharClass(((97, 122),)), ir.Literal(f"tail{i}"))), Limits())
+        assert parts._kept[0] <= 10 or len(parts._rests) == 1
+    assert len(parts._rests) < 6
+    parts.clear()
+    monkeypatch.setattr(heads, "_HEADS_MAX", 3)
+    for i in range(5):
+        heads.shared_head(ir.Literal(f"h{i}"))
+        assert len(heads._HEADS) <= 3
