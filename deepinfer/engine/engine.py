@@ -12,20 +12,21 @@ from __future__ import annotations
 import itertools
 import time
 from concurrent.futures import Future, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
-from deepinfer.constraints import allocate_token_bitmask, apply_token_bitmask_inplace
 from deepinfer.engine.constraints import ConstraintService
 from deepinfer.engine.invariance import DEFAULT_TILE, batch_invariant
 from deepinfer.engine.jump_forward import ForcedText, jump_forward
 from deepinfer.engine.output import append_token, request_delta
 from deepinfer.engine.scheduler import ScheduledSeq, Scheduler, SchedulerConfig
 from deepinfer.engine.sequence import Sequence
+from deepinfer.engine.speculative import SpeculativeConfig, Speculator
+from deepinfer.engine.verify import fill_masks, matched_prefix, rows_of, sample_rows
 from deepinfer.errors import UserError
 from deepinfer.kvcache import BlockManager, KVPool, PagedKVCache, SeqSlice, probe_layer_shapes
-from deepinfer.sampling import SamplingRow, apply_penalties, derive_seed, sample
+from deepinfer.sampling import derive_seed
 from deepinfer.types import FinishReason, Request, RequestOutput, RequestStatus, SamplingParams, fresh_seed
 
 
@@ -47,6 +48,11 @@ class EngineConfig:
     # Append text the constraint forces without sampling it (engine/jump_forward.py); requests
     # with logprobs never jump.
     jump_forward: bool = True
+    # Speculative decoding (engine/speculative.py): n-gram drafts verified by sampling every drafted
+    # position as the plain path would; outputs are the plain path's (bit-identical with
+    # batch_invariant, otherwise up to rounding of differently batched logits).
+    speculative: bool = False
+    speculative_config: SpeculativeConfig = field(default_factory=SpeculativeConfig)
 
 
 class Engine:
@@ -70,6 +76,7 @@ class Engine:
         self._compiling: dict[str, Future] = {}
         self._touched: dict[str, Request] = {}   # requests with news for the caller this step
         self._ids = itertools.count()
+        self._speculator: Speculator | None = None
         self.counters = {"prompt_tokens": 0, "generation_tokens": 0, "steps": 0, "jump_forward_tokens": 0}
 
     @property
@@ -111,23 +118,37 @@ class Engine:
         for seq in request.sequences:
             if not seq.finished:
                 seq.finish(FinishReason.ABORT)
-                self.scheduler.finish(seq)
+                self._release(seq)
         self._touched[request_id] = request
 
     def has_unfinished(self) -> bool:
         return bool(self.requests)
 
     # -- the step ---------------------------------------------------------------------------------
+    @property
+    def speculator(self) -> Speculator | None:
+        """Built when speculation is first on (config.speculative may be switched between runs)."""
+        if self.config.speculative and self._speculator is None:
+            self._speculator = Speculator(self.config.speculative_config, self.eos_ids)
+        return self._speculator if self.config.speculative else None
+
     def step(self) -> list[RequestOutput]:
         self._admit_compiled()
+        speculator = self.speculator
+        if speculator is not None:
+            speculator.plan(self.scheduler.running, self.config.max_num_batched_tokens,
+                            self.config.jump_forward, self.max_model_len)
+        start = time.perf_counter()
         batch = self.scheduler.schedule()
         if batch:
             input_ids, positions, cache, logits_indices = self._prepare(batch)
             logits = self._forward(input_ids, positions, cache, logits_indices)
-            sampling = [s.seq for s in batch if s.samples]
-            self._mask(sampling, logits)
-            tokens, logprobs = self._sample(sampling, logits)
-            self._advance(batch, sampling, tokens, logprobs)
+            rows = rows_of([s.seq for s in batch if s.samples])
+            fill_masks(rows, logits)
+            tokens, logprobs = sample_rows(rows, logits, self.eos_ids)
+            self._advance(batch, tokens, logprobs)
+            if speculator is not None and all(s.samples for s in batch):  # decode steps feed the cost model
+                speculator.cost.observe(len(input_ids), time.perf_counter() - start)
         else:
             self._fail_unschedulable()
         return self._postprocess()
@@ -136,12 +157,12 @@ class Engine:
         ids, positions, slices, logits_indices, offset = [], [], [], [], 0
         for item in batch:
             seq, start = item.seq, item.seq.num_computed
-            ids += seq.token_ids[start:start + item.num_new]
+            ids += (seq.token_ids + seq.draft)[start:start + item.num_new]
             positions += range(start, start + item.num_new)
             slices.append(SeqSlice(seq.table.block_ids, start, item.num_new))
             offset += item.num_new
-            if item.samples:
-                logits_indices.append(offset - 1)
+            if item.samples:  # the last known token's row, then one per draft token
+                logits_indices += range(offset - 1 - item.num_draft, offset)
         cache = PagedKVCache(self.pool, slices, invariant=self.config.batch_invariant)
         return (torch.tensor(ids, dtype=torch.long), torch.tensor(positions, dtype=torch.long), cache,
                 torch.tensor(logits_indices, dtype=torch.long))
@@ -153,39 +174,44 @@ class Engine:
             logits = self.model.forward(input_ids, positions, cache, logits_indices=logits_indices).float()
         return logits.clone()  # a normal tensor: masks and penalties edit it in place
 
-    def _mask(self, seqs: list[Sequence], logits: torch.Tensor) -> None:
-        rows = [i for i, seq in enumerate(seqs) if seq.matcher is not None]
-        if not rows:
-            return
-        bitmask = allocate_token_bitmask(len(seqs), logits.shape[1])
-        for i in rows:
-            seqs[i].matcher.fill_next_token_bitmask(bitmask, i)
-        apply_token_bitmask_inplace(logits[:len(seqs)], bitmask, indices=rows)
-
-    def _sample(self, seqs: list[Sequence], logits: torch.Tensor):
-        rows = [SamplingRow(s.params, s.seed, s.num_tokens, s.request.prompt_token_ids, s.output_token_ids,
-                            self._banned(s)) for s in seqs]
-        logits = logits[:len(seqs)]
-        apply_penalties(logits, rows)
-        result = sample(logits, rows)
-        return result.token_ids, result.logprobs
-
-    def _banned(self, seq: Sequence) -> list[int] | None:
-        if len(seq.output_token_ids) >= seq.params.min_tokens or seq.matcher is not None:
-            return None
-        return sorted(self.eos_ids | set(seq.params.stop_token_ids))
-
-    def _advance(self, batch, sampling, tokens, logprobs) -> None:
+    def _advance(self, batch, tokens: list[int], logprobs: list) -> None:
+        row = 0
         for item in batch:
-            item.seq.num_computed += item.num_new
-            self.blocks.commit(item.seq.table, item.seq.token_ids, item.seq.num_computed)
-        for seq, token, logprob in zip(sampling, tokens, logprobs):
-            append_token(seq, token, logprob, self.eos_ids, self.max_model_len)
-            self.counters["generation_tokens"] += 1 + self._jump_forward(seq)
-            self._touched[seq.request.request_id] = seq.request
+            seq, samples = item.seq, item.samples  # (before num_computed moves)
+            seq.num_computed += item.num_new - item.num_draft
+            if samples:
+                count = item.num_draft + 1
+                self._accept(seq, tokens[row:row + count], logprobs[row:row + count])
+                row += count
+            self.blocks.commit(seq.table, seq.token_ids, seq.num_computed)
             if seq.finished:
-                self.scheduler.finish(seq)
+                self._release(seq)
         self.counters["steps"] += 1
+
+    def _accept(self, seq: Sequence, tokens: list[int], logprobs: list) -> None:
+        """Append sampled tokens while they confirm the draft, up to the first that does not.
+
+        tokens[j] is the token at position num_tokens + j given draft[:j]; when it equals draft[j],
+        the row that fed draft[j] computed valid KV, and tokens[j + 1] is valid too. Jump-forward
+        and stops apply after every token, as without a draft; forced text ends the acceptance."""
+        draft = seq.draft
+        matched = matched_prefix(draft, tokens)
+        for j in range(matched + 1):
+            append_token(seq, tokens[j], logprobs[j], self.eos_ids, self.max_model_len)
+            jumped = self._jump_forward(seq)
+            self.counters["generation_tokens"] += 1 + jumped
+            if seq.finished or jumped or j == matched:
+                break
+            seq.num_computed += 1
+        self._touched[seq.request.request_id] = seq.request
+        if self._speculator is not None:
+            self._speculator.record(seq, len(draft), matched)
+        seq.draft, seq.draft_info = [], None
+
+    def _release(self, seq: Sequence) -> None:
+        self.scheduler.finish(seq)
+        if self._speculator is not None:
+            self._speculator.release(seq)
 
     def _jump_forward(self, seq: Sequence) -> int:
         """Append forced tokens now; the next step computes them as one chunk (no sampling)."""
@@ -236,6 +262,8 @@ class Engine:
         for seq in request.sequences:
             if not seq.finished:  # jump-forward may finish a fully forced output before any step
                 self.scheduler.add(seq)
+            elif self._speculator is not None:
+                self._speculator.release(seq)
 
     def _fail_unschedulable(self) -> None:
         """Nothing runs but something waits: its prompt does not fit in the whole KV pool."""
@@ -245,7 +273,7 @@ class Engine:
         if self.blocks.blocks_needed(seq.table, seq.num_tokens + 1) > self.blocks.num_free_blocks:
             seq.finish(FinishReason.ERROR, error=f"the sequence needs {seq.num_tokens + 1} tokens of KV cache; "
                                                  f"the pool holds {self.blocks.num_blocks * self.blocks.block_size}")
-            self.scheduler.finish(seq)
+            self._release(seq)
             self._touched[seq.request.request_id] = seq.request
 
     # -- introspection ------------------------------------------------------------------------------
@@ -263,4 +291,5 @@ class Engine:
             "constraints_compiled": self.constraints.num_compiled,
             "constraint_errors": self.constraints.num_errors,
             **self.counters,
+            **(self._speculator.counters if self._speculator is not None else {}),
         }

@@ -30,11 +30,12 @@ class SchedulerConfig:
 class ScheduledSeq:
     seq: Sequence
     num_new: int                        # tokens to compute this step, from seq.num_computed
+    num_draft: int = 0                  # of which draft tokens to verify (after all known tokens)
 
     @property
     def samples(self) -> bool:
         """This step computes the sequence's last known token, so it yields logits."""
-        return self.seq.num_computed + self.num_new == self.seq.num_tokens
+        return self.seq.num_computed + self.num_new - self.num_draft == self.seq.num_tokens
 
 
 class Scheduler:
@@ -59,9 +60,17 @@ class Scheduler:
         for seq in list(self.running):
             if seq not in self.running:  # preempted below to make room for an earlier one
                 continue
-            num_new = min(seq.num_tokens - seq.num_computed, budget)
+            pending = seq.num_tokens - seq.num_computed
+            num_new = min(pending, budget)
             if num_new <= 0:
+                seq.draft = []
                 continue
+            # A draft (speculative decoding) is verified only after all known tokens, within the
+            # budget, and only if its KV slots are free: it never preempts another sequence.
+            num_draft = min(len(seq.draft), budget - num_new) if num_new == pending else 0
+            if num_draft and not self.blocks.grow(seq.table, seq.num_computed + num_new + num_draft):
+                num_draft = 0
+            seq.draft = seq.draft[:num_draft]
             while not self.blocks.grow(seq.table, seq.num_computed + num_new):
                 victim = self.running[-1]
                 self._preempt(victim)
@@ -69,8 +78,8 @@ class Scheduler:
                 if victim is seq:
                     break
             if seq in self.running:
-                batch.append(ScheduledSeq(seq, num_new))
-                budget -= num_new
+                batch.append(ScheduledSeq(seq, num_new + num_draft, num_draft))
+                budget -= num_new + num_draft
         if not preempted:
             budget = self._admit(batch, budget)
         return batch
@@ -102,6 +111,7 @@ class Scheduler:
         self.running.remove(seq)
         self.blocks.free(seq.table)
         seq.num_computed = 0
+        seq.draft = []
         seq.status = RequestStatus.WAITING
         self.waiting.appendleft(seq)
         self.num_preemptions += 1

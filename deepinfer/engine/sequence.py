@@ -33,6 +33,10 @@ class Sequence:
     finish_reason: FinishReason | None = None
     stop_reason: str | int | None = None
     error: str | None = None
+    # speculative decoding: draft tokens to verify this step (never part of token_ids) and where
+    # they came from (drafts.Draft, for acceptance statistics)
+    draft: list[int] = field(default_factory=list)
+    draft_info: Any = None
 
     @property
     def params(self):

@@ -1,0 +1,143 @@
+"""N-gram draft proposer for speculative decoding: prompt lookup plus a shared pool of outputs.
+
+A draft for a sequence is the continuation of the most recent earlier occurrence of its longest
+matching suffix (n from `max_ngram` down to `min_ngram` tokens):
+  1. in its own prompt + output (names and values copied from the prompt, repeated keys), then
+  2. in a pool of the outputs of the other sequences, running and recently finished (requests
+     that share a schema repeat each other's structure: `",\n  "age": ` and the like).
+Lookups are dict hits: every token appended registers the n-grams ending just before it, mapped to
+where their continuation starts. The pool holds at most `pool_tokens` tokens of finished outputs
+(oldest dropped first); its dict is rebuilt when stale entries outnumber live ones.
+
+Deterministic: the same sequence of appended tokens gives the same drafts. Drafts are only
+proposals; whether a token is kept is decided by verification (speculative.py / engine.py).
+Knows nothing about models, masks, sampling or the KV cache.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+SOURCE_OWN, SOURCE_POOL = 0, 1
+
+
+@dataclass
+class Draft:
+    tokens: list[int]
+    source: int          # SOURCE_OWN or SOURCE_POOL: which context the match came from
+    ngram: int           # length of the matched suffix
+
+
+@dataclass
+class NgramIndex:
+    """One token stream and, per n-gram in it, where the continuation of its last occurrence starts."""
+
+    max_ngram: int
+    tokens: list[int] = field(default_factory=list)
+    last: dict[tuple[int, ...], int] = field(default_factory=dict)
+    alive: bool = True
+
+    def extend(self, new: list[int], pool: "DraftPool | None" = None) -> None:
+        tokens, last = self.tokens, self.last
+        for token in new:
+            end = len(tokens)  # the n-grams ending here are followed by `token`: register them now
+            for n in range(1, min(self.max_ngram, end) + 1):
+                key = tuple(tokens[end - n:end])
+                last[key] = end
+                if pool is not None:
+                    pool.entries[key] = (self, end)
+            tokens.append(token)
+
+
+class DraftPool:
+    """N-grams of many sequences' outputs -> (source index, continuation start). Bounded."""
+
+    def __init__(self, pool_tokens: int = 16384) -> None:
+        self.pool_tokens = pool_tokens
+        self.entries: dict[tuple[int, ...], tuple[NgramIndex, int]] = {}
+        self.finished: OrderedDict[int, NgramIndex] = OrderedDict()   # id -> output index, oldest first
+        self.finished_tokens = 0
+        self.live_tokens = 0  # tokens of running outputs registered here
+
+    def lookup(self, key: tuple[int, ...]) -> tuple[NgramIndex, int] | None:
+        hit = self.entries.get(key)
+        return hit if hit is not None and hit[0].alive else None
+
+    def retire(self, index: NgramIndex) -> None:
+        """A sequence finished: keep its output for others, within the token budget."""
+        self.live_tokens -= len(index.tokens)
+        self.finished[id(index)] = index
+        self.finished_tokens += len(index.tokens)
+        while self.finished_tokens > self.pool_tokens and self.finished:
+            _, old = self.finished.popitem(last=False)
+            old.alive = False
+            self.finished_tokens -= len(old.tokens)
+        if len(self.entries) > 8 * (self.finished_tokens + self.live_tokens) + 1024:
+            self._rebuild()
+
+    def clear(self) -> None:
+        """Forget finished outputs (benchmarks: every timed run starts from the same state)."""
+        for index in self.finished.values():
+            index.alive = False
+        self.finished.clear()
+        self.finished_tokens = 0
+        self._rebuild()
+
+    def _rebuild(self) -> None:
+        self.entries = {k: v for k, v in self.entries.items() if v[0].alive}
+
+
+class NgramProposer:
+    """Drafts for sequences identified by a key; call `observe` as tokens are appended."""
+
+    def __init__(self, max_draft: int = 5, max_ngram: int = 4, min_ngram: int = 1,
+                 pool_tokens: int = 16384) -> None:
+        self.max_draft, self.max_ngram, self.min_ngram = max_draft, max_ngram, min_ngram
+        self.pool = DraftPool(pool_tokens)
+        self._own: dict[object, NgramIndex] = {}      # key -> prompt + output
+        self._outputs: dict[object, NgramIndex] = {}  # key -> output only (what the pool shares)
+        self._prompt_len: dict[object, int] = {}
+
+    def observe(self, key: object, prompt: list[int], output: list[int]) -> None:
+        """Bring the sequence's indexes up to date with its tokens (appends only)."""
+        own = self._own.get(key)
+        if own is None:
+            own = self._own[key] = NgramIndex(self.max_ngram)
+            own.extend(prompt)
+            self._outputs[key] = NgramIndex(self.max_ngram)
+            self._prompt_len[key] = len(prompt)
+        done = len(own.tokens) - self._prompt_len[key]
+        if done < len(output):
+            new = output[done:]
+            own.extend(new)
+            self._outputs[key].extend(new, self.pool)
+            self.pool.live_tokens += len(new)
+
+    def propose(self, key: object, limit: int) -> Draft | None:
+        """The draft after the longest matching suffix (own context first at each n), or None."""
+        own = self._own.get(key)
+        limit = min(limit, self.max_draft)
+        if own is None or limit <= 0:
+            return None
+        tokens = own.tokens
+        for n in range(min(self.max_ngram, len(tokens)), self.min_ngram - 1, -1):
+            suffix = tuple(tokens[-n:])
+            start = own.last.get(suffix)
+            if start is not None:
+                return Draft(tokens[start:start + limit], SOURCE_OWN, n)
+            hit = self.pool.lookup(suffix)
+            if hit is not None:
+                source, start = hit
+                draft = source.tokens[start:start + limit]
+                if draft:
+                    return Draft(draft, SOURCE_POOL, n)
+        return None
+
+    def release(self, key: object) -> None:
+        """The sequence finished: drop its own index, keep its output in the pool."""
+        self._own.pop(key, None)
+        self._prompt_len.pop(key, None)
+        output = self._outputs.pop(key, None)
+        if output is not None:
+            self.pool.retire(output)

@@ -1,0 +1,191 @@
+"""Confidence-scheduled speculative decoding: how many draft tokens each sequence verifies.
+
+Drafts come from `drafts.NgramProposer` (one-hot, deterministic). The engine verifies them with
+"sampled-verify": every verified row is sampled exactly as the non-speculative path would sample
+that position (same mask, penalties, seed and position), and a draft token is kept iff it equals
+that sample. Outputs are therefore the non-speculative outputs whatever is drafted or verified;
+only the speed depends on this module (and, outside batch-invariant mode, the rounding of logits).
+
+Per step (`Speculator.plan`), for each decoding sequence:
+1. propose a draft (at most `max_draft` tokens, capped by max_tokens and the context length);
+2. cut it at the first token the constraint refuses (confidence 0: it could never be sampled;
+   `Matcher.accept_token` + `rollback`), after an eos/stop id, and, with jump-forward on, after
+   the token where the constraint starts forcing text (jump-forward appends that text itself, and
+   verification stops there to keep outputs equal to the non-speculative ones);
+3. confidence of draft position j: c_j = P(draft_j accepted | draft_1..j-1 accepted), a Beta-
+   smoothed acceptance rate per (source own/pool, matched n-gram length, j, greedy or sampled),
+   learned online from verification results (`record`); survival a_j = c_1 * ... * c_j.
+4. verification lengths maximize expected tokens per second Theta = tau / cost(B), tau = expected
+   accepted tokens (one per sequence plus the sum of admitted a_j), B = tokens in the forward pass.
+   cost(B) = alpha + beta * B is a linear model fitted online (`StepCost`) to the wall time of
+   the engine's decode steps (no prefill chunk in them); until it has enough spread in B it
+   uses a prior of alpha/beta = `prior_overhead_rows`. Only the ratio alpha/beta matters: adding
+   one row with survival a raises Theta iff a > tau / (B + alpha / beta). Candidates (r, j) are
+   admitted greedily in descending a (a_j never increases with j, so prefixes stay prefixes) and
+   the search stops at the first one that does not raise Theta (DSpark's Algorithm 1; with
+   sampled-verify the early stop is not needed for exactness, and Theta is unimodal here anyway).
+Forced tokens (confidence 1) need no verification: jump-forward appends them.
+Knows nothing about the model, the KV cache or sampling arithmetic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from deepinfer.engine.drafts import Draft, NgramProposer
+from deepinfer.engine.sequence import Sequence
+
+
+@dataclass
+class SpeculativeConfig:
+    max_draft: int = 5
+    max_ngram: int = 4
+    min_ngram: int = 1
+    pool_tokens: int = 16384            # finished outputs kept for drafting
+    prior_overhead_rows: float = 64.0   # alpha / beta before the cost model has data
+    max_pending: int = 16               # sequences with more uncomputed tokens are still in prefill
+
+
+class AcceptanceStats:
+    """Beta(1, 1)-smoothed conditional acceptance rates per draft context."""
+
+    def __init__(self) -> None:
+        self.counts: dict[tuple, list[int]] = {}   # key -> [accepted, trials]
+
+    @staticmethod
+    def key(draft: Draft, position: int, greedy: bool) -> tuple:
+        return draft.source, draft.ngram, position, greedy
+
+    def confidence(self, key: tuple) -> float:
+        accepted, trials = self.counts.get(key, (0, 0))
+        return (accepted + 1) / (trials + 2)
+
+    def record(self, draft: Draft, greedy: bool, verified: int, matched: int) -> None:
+        """`verified` draft positions were checked; the first `matched` equalled the samples."""
+        for j in range(1, min(verified, matched + 1) + 1):  # positions after a miss were no trials
+            counts = self.counts.setdefault(self.key(draft, j, greedy), [0, 0])
+            counts[0] += j <= matched
+            counts[1] += 1
+            if counts[1] >= 4096:  # forget slowly: acceptance changes with the workload
+                counts[0] //= 2
+                counts[1] //= 2
+
+
+class StepCost:
+    """cost(B) = alpha + beta * B seconds per step, fitted by exponentially weighted least squares."""
+
+    def __init__(self, prior_overhead_rows: float, decay: float = 0.98) -> None:
+        self.prior, self.decay = prior_overhead_rows, decay
+        self.w = self.sb = self.st = self.sbb = self.sbt = 0.0
+
+    def observe(self, tokens: int, seconds: float) -> None:
+        d = self.decay
+        self.w, self.sb, self.st = d * self.w + 1, d * self.sb + tokens, d * self.st + seconds
+        self.sbb, self.sbt = d * self.sbb + tokens * tokens, d * self.sbt + tokens * seconds
+
+    def overhead_rows(self) -> float:
+        """alpha / beta: the fixed cost of a step, in rows."""
+        if self.w < 8:
+            return self.prior
+        mb, mt = self.sb / self.w, self.st / self.w
+        var = self.sbb / self.w - mb * mb
+        if var < 16.0:  # too little spread in B to see the slope
+            return self.prior
+        beta = (self.sbt / self.w - mb * mt) / var
+        alpha = mt - beta * mb
+        if beta <= 0:
+            return 4096.0
+        return min(4096.0, max(1.0, alpha / beta))
+
+
+def choose_lengths(survival: list[list[float]], base_tokens: int, base_tau: float, overhead_rows: float,
+                   budget: int) -> list[int]:
+    """Verification length per sequence maximizing tau / (overhead + B) (DSpark Algorithm 1).
+
+    survival[r][j-1] = a_{r,j}; base_tokens / base_tau: B and tau with no draft verified."""
+    candidates = sorted(((a, r, j) for r, row in enumerate(survival) for j, a in enumerate(row, 1) if a > 0),
+                        key=lambda c: (-c[0], c[1], c[2]))
+    lengths = [0] * len(survival)
+    tokens, tau = base_tokens, base_tau
+    for a, r, j in candidates:
+        if budget <= 0 or (tau + a) * (overhead_rows + tokens) <= tau * (overhead_rows + tokens + 1):
+            break
+        lengths[r], tokens, tau, budget = j, tokens + 1, tau + a, budget - 1
+    return lengths
+
+
+class Speculator:
+    """Proposes, truncates and schedules drafts; learns acceptance and step cost."""
+
+    def __init__(self, config: SpeculativeConfig, eos_ids: frozenset[int]) -> None:
+        self.config = config
+        self.eos_ids = eos_ids
+        self.proposer = NgramProposer(config.max_draft, config.max_ngram, config.min_ngram, config.pool_tokens)
+        self.stats = AcceptanceStats()
+        self.cost = StepCost(config.prior_overhead_rows)
+        self.counters = {"draft_tokens": 0, "verified_tokens": 0, "accepted_tokens": 0}
+
+    def plan(self, running: list[Sequence], budget: int, jump_forward: bool, max_model_len: int) -> None:
+        """Set `seq.draft` (the tokens to verify this step) for every running sequence."""
+        seqs, drafts, survival = [], [], []
+        base_tokens, sampling = 0, 0
+        for seq in running:
+            seq.draft, seq.draft_info = [], None
+            pending = seq.num_tokens - seq.num_computed
+            base_tokens += min(pending, budget)
+            if seq.finished or not 1 <= pending <= self.config.max_pending:
+                continue
+            sampling += 1
+            key = (seq.request.request_id, seq.index)
+            self.proposer.observe(key, seq.request.prompt_token_ids, seq.output_token_ids)
+            limit = min(seq.params.max_tokens - len(seq.output_token_ids) - 1, max_model_len - seq.num_tokens - 1)
+            draft = self.proposer.propose(key, limit)
+            if draft is None:
+                continue
+            draft.tokens = self._legal_prefix(seq, draft.tokens, jump_forward)
+            if not draft.tokens:
+                continue
+            greedy = seq.params.greedy
+            a, row = 1.0, []
+            for j in range(1, len(draft.tokens) + 1):
+                a *= self.stats.confidence(AcceptanceStats.key(draft, j, greedy))
+                row.append(a)
+            seqs.append(seq)
+            drafts.append(draft)
+            survival.append(row)
+        if not seqs:
+            return
+        lengths = choose_lengths(survival, base_tokens, float(sampling), self.cost.overhead_rows(),
+                                 budget - base_tokens)
+        for seq, draft, length in zip(seqs, drafts, lengths):
+            if length:
+                seq.draft, seq.draft_info = draft.tokens[:length], draft
+                self.counters["draft_tokens"] += length
+
+    def _legal_prefix(self, seq: Sequence, tokens: list[int], jump_forward: bool) -> list[int]:
+        stops = self.eos_ids | set(seq.params.stop_token_ids)
+        matcher = seq.matcher
+        keep = 0
+        for token in tokens:
+            if matcher is not None and not matcher.accept_token(token):
+                break
+            keep += 1
+            if token in stops or (matcher is not None and (
+                    matcher.is_terminated() or (jump_forward and matcher.find_jump_forward_string()))):
+                break
+        if matcher is not None:
+            matcher.rollback(keep)
+        return tokens[:keep]
+
+    def record(self, seq: Sequence, verified: int, matched: int) -> None:
+        self.counters["verified_tokens"] += verified
+        self.counters["accepted_tokens"] += matched
+        if seq.draft_info is not None and verified:
+            self.stats.record(seq.draft_info, seq.params.greedy, verified, matched)
+
+    def release(self, seq: Sequence) -> None:
+        self.proposer.release((seq.request.request_id, seq.index))
+
+    def clear(self) -> None:
+        """Forget shared outputs (benchmarks: each timed run starts from the same pool)."""
+        self.proposer.pool.clear()

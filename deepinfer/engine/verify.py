@@ -1,0 +1,81 @@
+"""The sampled rows of a step, with or without draft tokens to verify ("sampled-verify").
+
+A sequence that samples this step gets 1 + len(seq.draft) logits rows: row j samples the token at
+position `seq.num_tokens + j` as if draft[:j] had already been appended, with
+- the constraint mask of the matcher advanced through draft[:j] (then rolled back),
+- penalties and min_tokens bans computed from output + draft[:j],
+- the seeded noise of (seed, position), exactly what the non-speculative path would draw there.
+`matched_prefix` then says how many draft tokens equal the samples; the engine appends the samples
+up to and including the first that differs (the bonus token). Every appended token is thus the
+token the non-speculative path would sample at its position, given the same logits.
+Knows nothing about the model, the KV cache or how drafts are made.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from deepinfer.constraints import allocate_token_bitmask, apply_token_bitmask_inplace
+from deepinfer.engine.sequence import Sequence
+from deepinfer.sampling import SamplingRow, apply_penalties, sample
+
+
+@dataclass
+class Row:
+    seq: Sequence
+    j: int          # draft tokens assumed appended before this row's position
+
+
+def rows_of(seqs: list[Sequence]) -> list[Row]:
+    """Logits rows in order: each sampling sequence's rows are consecutive."""
+    return [Row(seq, j) for seq in seqs for j in range(len(seq.draft) + 1)]
+
+
+def fill_masks(rows: list[Row], logits: torch.Tensor) -> None:
+    """Apply each row's constraint mask to logits[:len(rows)] in place. logits: [N, V]."""
+    masked = [i for i, row in enumerate(rows) if row.seq.matcher is not None]
+    if not masked:
+        return
+    bitmask = allocate_token_bitmask(len(rows), logits.shape[1])
+    for i, row in enumerate(rows):
+        matcher = row.seq.matcher
+        if matcher is None:
+            continue
+        if row.j:  # the draft was checked legal when it was planned; the matcher has not moved since
+            if not matcher.accept_token(row.seq.draft[row.j - 1]):
+                raise RuntimeError("internal error: a planned draft token is refused by the constraint")
+        matcher.fill_next_token_bitmask(bitmask, i)
+        if row.j == len(row.seq.draft):
+            matcher.rollback(row.j)
+    apply_token_bitmask_inplace(logits[:len(rows)], bitmask, indices=masked)
+
+
+def sample_rows(rows: list[Row], logits: torch.Tensor, eos_ids: frozenset[int]):
+    """Penalties, bans and sampling per row -> (token ids, logprobs)."""
+    sampling = []
+    for row in rows:
+        seq = row.seq
+        output = seq.output_token_ids + seq.draft[:row.j] if row.j else seq.output_token_ids
+        sampling.append(SamplingRow(seq.params, seq.seed, seq.num_tokens + row.j, seq.request.prompt_token_ids,
+                                    output, _banned(seq, len(output), eos_ids)))
+    logits = logits[:len(rows)]
+    apply_penalties(logits, sampling)
+    result = sample(logits, sampling)
+    return result.token_ids, result.logprobs
+
+
+def _banned(seq: Sequence, num_output: int, eos_ids: frozenset[int]) -> list[int] | None:
+    """Ids the sampler may not pick yet: eos and stop ids before min_tokens (unconstrained only)."""
+    if num_output >= seq.params.min_tokens or seq.matcher is not None:
+        return None
+    return sorted(eos_ids | set(seq.params.stop_token_ids))
+
+
+def matched_prefix(draft: list[int], tokens: list[int]) -> int:
+    """How many leading draft tokens equal the tokens sampled before them."""
+    count = 0
+    while count < len(draft) and tokens[count] == draft[count]:
+        count += 1
+    return count

@@ -1,0 +1,65 @@
+"""Units of speculative decoding: the n-gram proposer, the length scheduler, the cost model."""
+
+from deepinfer.engine.drafts import SOURCE_OWN, SOURCE_POOL, NgramProposer
+from deepinfer.engine.speculative import AcceptanceStats, StepCost, choose_lengths
+
+
+def test_own_context_longest_suffix_most_recent_occurrence():
+    p = NgramProposer(max_draft=3, max_ngram=3)
+    p.observe("a", [1, 2, 3, 9, 1, 2, 3, 8, 7], [1, 2, 3])
+    draft = p.propose("a", 5)
+    assert (draft.tokens, draft.source, draft.ngram) == ([8, 7, 1], SOURCE_OWN, 3)
+    assert p.propose("a", 2).tokens == [8, 7]
+    p.observe("a", [1, 2, 3, 9, 1, 2, 3, 8, 7], [1, 2, 3, 4])  # no earlier "3 4", "2 3 4"; "4" unseen
+    assert p.propose("a", 5) is None
+
+
+def test_pool_shares_outputs_of_other_sequences_and_forgets_them():
+    p = NgramProposer(max_draft=4, max_ngram=2, pool_tokens=6)
+    p.observe("a", [50], [5, 6, 7, 8, 9])
+    p.observe("b", [60], [5])
+    draft = p.propose("b", 4)
+    assert (draft.tokens, draft.source, draft.ngram) == ([6, 7, 8, 9], SOURCE_POOL, 1)
+    p.release("a")                    # finished: still shared
+    assert p.propose("b", 4).tokens == [6, 7, 8, 9]
+    p.observe("c", [70], [1, 2, 3, 4])
+    p.release("c")                    # 5 + 4 tokens > 6: "a" is dropped
+    assert p.propose("b", 4) is None
+    p.pool.clear()
+    p.observe("d", [70], [1])
+    assert p.propose("d", 4) is None
+
+
+def test_own_match_wins_over_pool_at_equal_length():
+    p = NgramProposer(max_ngram=2)
+    p.observe("a", [0], [4, 5, 6])
+    p.observe("b", [4, 9], [4])
+    assert p.propose("b", 3).tokens == [9, 4]
+
+
+def test_choose_lengths_admits_by_survival_until_theta_drops():
+    # tau = 2, B = 2, overhead 2 rows: a row is worth adding iff a > tau / (B + overhead)
+    lengths = choose_lengths([[0.9, 0.8, 0.1], [0.95, 0.2]], base_tokens=2, base_tau=2.0, overhead_rows=2.0,
+                             budget=100)
+    # 0.95: 2/4 -> yes (tau 2.95); 0.9: 2.95/5 -> yes (3.85); 0.8: 3.85/6 -> yes (4.65); 0.2: 4.65/7 -> no
+    assert lengths == [2, 1]
+    assert choose_lengths([[0.9, 0.8]], 1, 1.0, 1000.0, budget=1) == [1]
+    assert choose_lengths([[0.0]], 1, 1.0, 1000.0, budget=10) == [0]
+
+
+def test_acceptance_stats_count_trials_only_up_to_the_first_miss():
+    from deepinfer.engine.drafts import Draft
+    stats = AcceptanceStats()
+    draft = Draft([1, 2, 3], SOURCE_OWN, 2)
+    stats.record(draft, True, verified=3, matched=1)
+    key = lambda j: AcceptanceStats.key(draft, j, True)  # noqa: E731
+    assert stats.counts[key(1)] == [1, 1] and stats.counts[key(2)] == [0, 1] and key(3) not in stats.counts
+    assert stats.confidence(key(1)) == 2 / 3 and stats.confidence(key(3)) == 0.5
+
+
+def test_step_cost_fits_the_overhead_in_rows():
+    cost = StepCost(prior_overhead_rows=64)
+    assert cost.overhead_rows() == 64
+    for b in [10, 20, 40, 80] * 5:
+        cost.observe(b, 0.05 + 0.001 * b)   # alpha / beta = 50 rows
+    assert abs(cost.overhead_rows() - 50) < 1e-6

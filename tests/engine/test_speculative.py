@@ -1,0 +1,145 @@
+"""Speculative decoding (n-gram drafts, sampled-verify): outputs equal the non-speculative ones,
+token for token, in batch-invariant mode (the fixture's default), for greedy and seeded sampling,
+constraints, penalties, logprobs, stops and max_tokens; rejected drafts never reach outputs or the
+prefix cache. The tiny random models fall into loops, which the n-gram drafts predict."""
+
+import json
+import random
+import re
+
+import jsonschema
+import pytest
+
+from deepinfer import SamplingParams
+from deepinfer.constraints import Matcher
+from deepinfer.engine.drafts import Draft, SOURCE_OWN
+from deepinfer.engine.speculative import SpeculativeConfig
+from deepinfer.types import FinishReason
+
+PROMPTS = ["hello hello hello hello", "abc abc abc", "the fox jumps over the fox", "x", "1 2 3 1 2 3 1 2"]
+SCHEMA = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 8},
+                                           "age": {"type": "integer", "minimum": 0, "maximum": 150},
+                                           "tags": {"type": "array", "items": {"enum": ["ab", "cd"]}, "maxItems": 3}},
+          "required": ["name", "age"], "additionalProperties": False}
+
+
+def outputs(outs):
+    return [[(c.text, c.token_ids, c.finish_reason, None if c.logprobs is None else
+              [(lp.token_id, lp.logprob, lp.top) for lp in c.logprobs]) for c in o.outputs] for o in outs]
+
+
+def both(make_llm, prompts, params, family="llama", **options):
+    """(plain outputs, speculative outputs, speculative engine stats)."""
+    plain = make_llm(family, **options).generate(prompts, params)
+    llm = make_llm(family, speculative=True, **options)
+    spec = llm.generate(prompts, params)
+    return outputs(plain), outputs(spec), llm.engine.stats()
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen3", "deepseek"])
+def test_greedy_outputs_identical_with_fewer_steps(make_llm, family):
+    params = SamplingParams(temperature=0, max_tokens=48, ignore_eos=True)
+    plain_llm = make_llm(family)
+    plain = outputs(plain_llm.generate(PROMPTS, params))
+    llm = make_llm(family, speculative=True)
+    assert outputs(llm.generate(PROMPTS, params)) == plain
+    stats = llm.engine.stats()
+    assert stats["accepted_tokens"] > 0 and stats["verified_tokens"] > stats["accepted_tokens"]
+    # the slowest sequence sets the number of steps; it may have found no useful drafts
+    assert stats["steps"] <= plain_llm.engine.stats()["steps"] - (family != "deepseek")
+
+
+def test_seeded_sampling_penalties_and_logprobs_identical(make_llm):
+    params = [SamplingParams(temperature=0.8, seed=i, max_tokens=40, ignore_eos=True, logprobs=2 if i % 2 else None,
+                             repetition_penalty=1.1 if i == 1 else 1.0, frequency_penalty=0.5 if i == 2 else 0.0,
+                             presence_penalty=0.3 if i == 3 else 0.0, min_tokens=20 if i == 4 else 0, n=1 + (i == 0))
+              for i in range(5)]
+    plain, spec, stats = both(make_llm, PROMPTS, params)
+    assert spec == plain
+    assert stats["verified_tokens"] > 0
+
+
+def test_constrained_outputs_identical_and_accepted(make_llm):
+    pattern = r"(ab|cd|ef){2,9}( [a-z]{1,6}){0,3}"
+    prompts = ["json: ab ab ab", "name: abab", "regex: cdcdcd", "x"]
+    for jump in (True, False):
+        params = [SamplingParams(json_schema=SCHEMA, temperature=0, max_tokens=80),
+                  SamplingParams(json_schema=SCHEMA, temperature=0.8, seed=3, max_tokens=80),
+                  SamplingParams(regex=pattern, temperature=0, max_tokens=40),
+                  SamplingParams(regex=pattern, temperature=0.9, seed=5, max_tokens=40)]
+        llm = make_llm(speculative=True, jump_forward=jump)
+        spec = llm.generate(prompts, params)
+        plain = make_llm(jump_forward=jump).generate(prompts, params)
+        assert outputs(spec) == outputs(plain)
+        compiled = llm.engine.compiler.compile_json_schema(SCHEMA)
+        for out in spec[:2]:
+            matcher = Matcher(compiled)
+            assert all(matcher.accept_token(t) for t in out.token_ids)
+            if out.finish_reason == FinishReason.STOP:
+                jsonschema.validate(json.loads(out.text), SCHEMA)
+        for out in spec[2:]:
+            assert out.finish_reason != FinishReason.STOP or re.fullmatch(pattern, out.text), out.text
+
+
+def test_adversarial_drafts_never_leak(make_llm, monkeypatch):
+    """Random drafts, all verified: nearly every one is rejected, the outputs must not change."""
+    rng = random.Random(0)
+    llm = make_llm(speculative=True, speculative_config=SpeculativeConfig(prior_overhead_rows=1e6))
+    proposer = llm.engine.speculator.proposer
+    monkeypatch.setattr(proposer, "propose", lambda key, limit: Draft(
+        [rng.randrange(3, 380) for _ in range(min(limit, 5))], SOURCE_OWN, 1) if limit > 0 else None)
+    params = [SamplingParams(temperature=0, max_tokens=30, ignore_eos=True),
+              SamplingParams(temperature=1.0, seed=9, max_tokens=30, ignore_eos=True, logprobs=1),
+              SamplingParams(json_schema=SCHEMA, temperature=0.7, seed=2, max_tokens=60)]
+    prompts = PROMPTS[:3]
+    spec = llm.generate(prompts, params)
+    assert outputs(spec) == outputs(make_llm().generate(prompts, params))
+    stats = llm.engine.stats()
+    assert stats["verified_tokens"] > 100 and stats["accepted_tokens"] < stats["verified_tokens"] / 4
+
+
+def test_stops_and_max_tokens_inside_a_draft(make_llm):
+    """Loops make long accepted drafts: limits must cut exactly where the plain path cuts."""
+    base = outputs(make_llm().generate(PROMPTS[:2], SamplingParams(temperature=0, max_tokens=40, ignore_eos=True)))
+    text = base[0][0][0]
+    params = [SamplingParams(temperature=0, max_tokens=m, ignore_eos=True) for m in (1, 2, 3, 7, 13, 29)]
+    params += [SamplingParams(temperature=0, max_tokens=40, ignore_eos=True, stop=[text[k:k + 3]])
+               for k in (5, 17, 30)]
+    params += [SamplingParams(temperature=0, max_tokens=40, ignore_eos=True, stop=[text[20:23]],
+                              include_stop_str_in_output=True),
+               SamplingParams(temperature=0, max_tokens=40, ignore_eos=True, stop_token_ids=[base[0][0][1][25]])]
+    prompts = [PROMPTS[0]] * len(params)
+    plain, spec, stats = both(make_llm, prompts, params)
+    assert spec == plain and stats["accepted_tokens"] > 0
+    assert [len(o[0][1]) for o in spec[:6]] == [1, 2, 3, 7, 13, 29]
+
+
+def test_prefix_cache_stays_consistent_after_speculation(make_llm):
+    """A request reusing blocks computed during speculative decoding gets a fresh engine's output."""
+    llm = make_llm(speculative=True, block_size=4)
+    first = llm.generate(PROMPTS[:3], SamplingParams(temperature=0, max_tokens=45, ignore_eos=True))
+    assert llm.engine.stats()["verified_tokens"] > llm.engine.stats()["accepted_tokens"] > 0
+    follow = [list(o.prompt_token_ids) + o.token_ids[:37] for o in first]
+    params = SamplingParams(temperature=0.7, seed=4, max_tokens=20, ignore_eos=True)
+    hits = llm.engine.blocks.stats.hit_tokens
+    again = llm.generate(follow, params)
+    assert llm.engine.blocks.stats.hit_tokens - hits >= 3 * 40  # the output blocks came from the cache
+    fresh = make_llm(enable_prefix_caching=False, block_size=4).generate(follow, params)
+    assert outputs(again) == outputs(fresh)
+
+
+def test_batch_invariant_needle_alone_or_in_a_batch(make_llm):
+    needle = SamplingParams(temperature=0.9, seed=77, max_tokens=30, ignore_eos=True, logprobs=1)
+    alone = outputs(make_llm().generate([PROMPTS[1]], needle))[0]
+    rng = random.Random(5)
+    for others in (3, 9):
+        prompts = [" ".join(rng.choice(["abc", "fox", "1", "2"]) for _ in range(rng.randint(1, 12)))
+                   for _ in range(others)]
+        params = [SamplingParams(temperature=rng.choice([0, 0.8]), seed=i, max_tokens=rng.randint(5, 40),
+                                 ignore_eos=True) for i in range(others)]
+        at = rng.randint(0, others)
+        prompts.insert(at, PROMPTS[1])
+        params.insert(at, needle)
+        llm = make_llm(speculative=True, max_num_batched_tokens=64)
+        assert outputs(llm.generate(prompts, params))[at] == alone
+        assert llm.engine.stats()["accepted_tokens"] > 0
