@@ -12,6 +12,7 @@ from deepinfer.constraints import ir
 from deepinfer.constraints.cfg import lexeme_cache
 from deepinfer.constraints.cfg.lexeme import Lexeme, analyze
 from deepinfer.constraints.cfg.chain_runs import chain_split
+from deepinfer.constraints.cfg.ref_runs import reference_state
 from deepinfer.constraints.cfg.scan import ROOT, ScanCache
 from deepinfer.constraints.dfa import Limits, determinize
 from deepinfer.constraints.frontends.regex import parse_regex
@@ -77,14 +78,16 @@ def test_root_runs_equal_plain_walks(deepseek_vocab, monkeypatch, pattern):
     fast = ScanCache(deepseek_vocab)
     from deepinfer.constraints.cfg import scan
 
-    splits = []
+    splits, refs = [], []
     monkeypatch.setattr(scan, "chain_split", lambda *a: splits.append(chain_split(*a)) or splits[-1])
+    monkeypatch.setattr(scan, "reference_state", lambda *a: refs.append(reference_state(*a)) or refs[-1])
     got = {(q, i): _entries(fast, fast.run(lex.digest, lex.trans, lex.accepting, q, ROOT,
                                            fast.follow_id(follow)))
            for i, follow in enumerate(follows)
            for q in range(len(lex.trans)) if (lex.trans[q] >= 0).any()}
     assert any(s is not None for s in splits) or pattern not in PATTERNS[-5:], "should use chains"
     assert pattern != TRIE or any(key[1] == 2 for key in fast.tails), "should use two-byte tails"
+    assert pattern != TRIE or any(r is not None for r in refs), "trie nodes should use the loop state's run"
     assert pattern not in LITERALS or scan.literal_prefix(fast, lex.trans, lex.accepting, lex.start, 16)
 
     monkeypatch.setattr(scan, "root_walk", lambda scans, key, trans, accepting, state, follow, keys,
@@ -92,6 +95,7 @@ def test_root_runs_equal_plain_walks(deepseek_vocab, monkeypatch, pattern):
                             scans, trans.reshape(-1), accepting, follow, scan._ranges(keys, scans.vocab), 0,
                             state, inside, hit_idx, hit_off))
     monkeypatch.setattr(scan, "chain_split", lambda *args: None)
+    monkeypatch.setattr(scan, "reference_state", lambda *args: None)
     monkeypatch.setattr(scan, "literal_prefix", lambda *args: None)
     monkeypatch.setattr(ScanCache, "_loop_shortcut", lambda self, t, a, s, f, keys: (None, None))
     slow = ScanCache(deepseek_vocab)
@@ -99,7 +103,7 @@ def test_root_runs_equal_plain_walks(deepseek_vocab, monkeypatch, pattern):
         fid = slow.follow_id(follows[i])
         want = _entries(slow, slow.run(lex.digest, lex.trans, lex.accepting, q, ROOT, fid))
         assert entries == want, (pattern, q, FOLLOWS[i])
-    assert fast.tails or not pattern.startswith('"(['), "the trie pattern should use tails"
+    assert fast.tails or any(refs) or not pattern.startswith('"(['), "the trie pattern should use tails"
 
 
 def test_lazy_lexeme_equals_eager_dfa():
@@ -206,3 +210,29 @@ def test_pack_positions_equals_pack_mask(deepseek_vocab):
         pieces = [rng.choice(n, k, replace=False) for k in sizes]
         want = pack_mask(deepseek_vocab.sorted_ids[np.concatenate(pieces)], deepseek_vocab)
         np.testing.assert_array_equal(scans._pack_positions(pieces), want)
+
+
+def test_key_trie_runs_equal_runs_without_the_loop_state(deepseek_compiler, deepseek_vocab, monkeypatch):
+    """Every state of a real "any other key" lexeme (JSON Schema lowering): root runs through
+    the loop state's run (ref_runs.py) equal root runs computed without it."""
+    from deepinfer.constraints.cfg import scan
+    from deepinfer.constraints.cfg.parts import split_parts
+
+    schema = {"type": "object", "properties": {k: {"type": "integer"} for k in
+                                               ["path", "pattern", "name", "nam\u00e9", "k\"q", "年"]}}
+    automaton = deepseek_compiler.compile_json_schema(schema).automaton
+    tries = [lx for lx in getattr(automaton, "lexemes", []) if split_parts(lx.expr) is not None]
+    lex = max(tries, key=lambda lx: len(lx.trans))  # the key trie (the others: `,` ws `"name":` ws)
+    follow = np.zeros(256, dtype=bool)
+    follow[[ord(c) for c in ' "{[0-9tfn']] = True
+    fast, used = ScanCache(deepseek_vocab), []
+    monkeypatch.setattr(scan, "reference_state", lambda *a: used.append(reference_state(*a)) or used[-1])
+    states = [q for q in range(len(lex.trans)) if (lex.trans[q] >= 0).any()]
+    got = {q: _entries(fast, fast.run(lex.digest, lex.trans, lex.accepting, q, ROOT, fast.follow_id(follow)))
+           for q in states}
+    assert sum(r is not None for r in used) >= 5
+    monkeypatch.setattr(scan, "reference_state", lambda *args: None)
+    slow = ScanCache(deepseek_vocab)
+    for q in states:
+        want = _entries(slow, slow.run(lex.digest, lex.trans, lex.accepting, q, ROOT, slow.follow_id(follow)))
+        assert got[q] == want, q

@@ -18,7 +18,6 @@ tails (tails.py). Knows nothing about parsing.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 from dataclasses import dataclass
 
@@ -29,6 +28,8 @@ from .chain_runs import chain_split
 from .literal_runs import literal_prefix, literal_walk
 from .tails import SPLIT_MIN, root_walk
 from ..vocab import Vocabulary
+from .ref_runs import reference_part, reference_state
+from .scan_tables import SIG_LEVELS, ascii_signatures, sub_dfa_digest  # noqa: F401 (re-exported)
 
 ROOT = 0
 SMALL_ROOT = 2_048  # root runs with fewer inside tokens keep ids (a packed row costs more)
@@ -59,7 +60,7 @@ class ScanCache:
         self.vocab = vocab
         self.generation = next(ScanCache._generations)  # scope ids are only valid with it
         n = len(vocab.sorted_ids)
-        self.ascii_sig, self.non_ascii = _ascii_signatures(vocab)
+        self.ascii_sig, self.non_ascii = ascii_signatures(vocab)
         self.scopes: list[Scope] = [Scope(np.arange(n, dtype=np.int64), np.zeros(n, np.int64))]
         self.runs: dict[tuple, Run] = {}
         self.entries = n
@@ -77,6 +78,7 @@ class ScanCache:
         self._id_positions: np.ndarray | None = None  # int64 [words * 32] (_pack_positions)
         self.follow_ids: dict[bytes, int] = {}
         self.follows: list[np.ndarray] = []
+        self.first_byte_rows: dict[int, np.ndarray] = {}  # byte -> packed ids (ref_runs.py)
 
     def state_digest(self, trans: np.ndarray, accepting: np.ndarray, state: int) -> str:
         """A digest of the language read from `state`: its reachable sub-DFA,
@@ -214,6 +216,16 @@ class ScanCache:
                                                                             mat.shape[1])
         if literal is not None:  # a forced literal first (literal_runs.py)
             literal_walk(self, trans, accepting, follow, literal[0], literal[1], inside, hit_idx, hit_off)
+        elif scope_id == ROOT and (ref := reference_state(trans, state)) is not None:
+            # a key-trie node: its loop state's cached run, then the few other first bytes
+            g, same = ref
+            base_row = reference_part(self, self.run(tail_key[0], trans, accepting, g, ROOT, tail_key[1]),
+                                      same, trans[g] >= 0, hit_idx, hit_off)
+            live = _live_keys(trans, accepting, state, follow)
+            keys = np.zeros(0, np.int64) if live is None else np.flatnonzero(live)
+            keys = keys[~same.take(keys // 257)]
+            if keys.size:
+                root_walk(self, tail_key, trans, accepting, state, follow, keys, inside, hit_idx, hit_off)
         elif scope_id == ROOT:
             live = _live_keys(trans, accepting, state, follow)
             split = None if live is None else chain_split(self, trans, accepting, state, follow, live,
@@ -272,29 +284,6 @@ class ScanCache:
             np.int32, copy=False)  # may repeat: callers scatter
 
 
-def sub_dfa_digest(trans: np.ndarray, accepting: np.ndarray, state: int) -> str:
-    # each row's targets in byte order, one per run of equal targets (rows are runs of
-    # character classes: ~10 entries instead of 256 per state; first occurrences are the same)
-    change = np.ones(trans.shape, dtype=bool)
-    np.not_equal(trans[:, 1:], trans[:, :-1], out=change[:, 1:])
-    rows, cols = np.nonzero(change)
-    values = trans[rows, cols].tolist()
-    bounds = np.searchsorted(rows, np.arange(trans.shape[0] + 1)).tolist()
-    order, seen, i = [state], {state}, 0
-    while i < len(order):
-        q = order[i]
-        for t in dict.fromkeys(values[bounds[q]:bounds[q + 1]]):  # targets in byte order
-            if t >= 0 and t not in seen:
-                seen.add(t)
-                order.append(t)
-        i += 1
-    renum = np.full(trans.shape[0] + 1, -1, dtype=np.int32)       # index -1 -> -1
-    renum[np.array(order)] = np.arange(len(order), dtype=np.int32)
-    sub = renum[trans[order]]
-    data = sub.tobytes() + accepting[order].tobytes()
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
-
-
 def _live_keys(trans, accepting, state: int, follow) -> np.ndarray | None:
     """bool [256 * 257]: the prefix keys (vocab.pair_start) of tokens whose first two
     bytes can be read from `state`: the second byte inside the lexeme, or starting
@@ -311,26 +300,3 @@ def _live_keys(trans, accepting, state: int, follow) -> np.ndarray | None:
     return live.reshape(-1)
 
 
-SIG_LEVELS = 3  # suffix signatures for offsets 0, 1, 2
-
-
-def _ascii_signatures(vocab: Vocabulary) -> tuple[np.ndarray, np.ndarray]:
-    """Per level j and sorted token: uint64 [SIG_LEVELS, n, 2] bit set of the ASCII
-    bytes of bytes[j:], and bool [SIG_LEVELS, n] whether bytes[j:] has a byte >= 0x80."""
-    mat, lengths = vocab.sorted_bytes, vocab.sorted_lengths
-    n = len(lengths)
-    sig = np.zeros((n, 2), dtype=np.uint64)
-    high = np.zeros(n, dtype=bool)
-    out_sig = np.zeros((SIG_LEVELS, n, 2), dtype=np.uint64)
-    out_high = np.zeros((SIG_LEVELS, n), dtype=bool)
-    for j in range(mat.shape[1] - 1, -1, -1):   # suffix bytes[j:] from the back
-        live = np.flatnonzero(lengths > j)
-        col = mat[live, j].astype(np.uint64)
-        high[live] |= col >= 128
-        low = col < 64
-        sig[live[low], 0] |= np.uint64(1) << col[low]
-        mid = (col >= 64) & (col < 128)
-        sig[live[mid], 1] |= np.uint64(1) << (col[mid] - np.uint64(64))
-        if j < SIG_LEVELS:
-            out_sig[j], out_high[j] = sig, high
-    return out_sig, out_high

@@ -1,0 +1,76 @@
+"""Root runs of a state that agrees with a loop state on most bytes (a key-trie node).
+
+(Created by the TBM helper.) In the DFA of `"` K `":` (K: any key but the
+listed ones), a trie node q reads almost every byte exactly like the string-
+body state G: ~95 characters go to G itself and every UTF-8 lead byte to the
+same continuation states; only the next letters of listed keys, and a few
+bytes such as `"`, differ. Reading a token from q or from G is then the same
+walk once its first byte b has trans[q, b] == trans[G, b] (deterministic: every
+later step depends only on the state). So the root run of q is G's root run
+(computed once per DFA and follow set, cached) restricted to those first bytes,
+plus an ordinary root run over the tokens starting with the other bytes.
+Each trie node used to walk its UTF-8 groups (~3K tokens, up to 33 bytes
+deep) and pack ~100K positions: ~2 ms per first visit, at every property key.
+
+Exact by the argument above; G's run is itself a plain root run (G's most
+common target is G), so this never recurses further. Knows nothing about parsing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..masks import pack_mask
+
+REF_MIN_BYTES = 32  # first bytes shared with the loop state before it pays to use its run
+
+
+def reference_state(trans: np.ndarray, state: int) -> tuple[int, np.ndarray] | None:
+    """(G, bool [256] first bytes b with trans[state, b] == trans[G, b]) for the most
+    common target G of `state` when G != state and G's own most common target is G."""
+    row = trans[state]
+    targets = row[row >= 0]
+    if targets.size < REF_MIN_BYTES:
+        return None
+    g = int(np.bincount(targets).argmax())
+    if g == state:
+        return None
+    same = (row >= 0) & (trans[g] == row)
+    if int(same.sum()) < REF_MIN_BYTES:
+        return None
+    own = trans[g][trans[g] >= 0]
+    if int(np.bincount(own).argmax()) != g:
+        return None
+    return g, same
+
+
+def reference_part(scans, base, same: np.ndarray, g_live: np.ndarray, hit_idx: list,
+                   hit_off: list) -> np.ndarray:
+    """int32 [words] packed inside tokens of the run `base` (of G; bool [256] g_live: its
+    live first bytes) whose first byte is in `same`; appends its crossings with such a
+    first byte to hit_idx / hit_off."""
+    vocab = scans.vocab
+    row = base.inside_row if base.inside_row is not None else pack_mask(base.inside_ids, vocab)
+    row = np.array(row, dtype=np.int32)  # a copy: cached runs are shared
+    starts = vocab.first_byte_start
+    for b in np.flatnonzero(g_live & ~same).tolist():  # a few bytes: trie letters, '"'
+        if starts[b + 1] > starts[b]:
+            np.bitwise_and(row, ~_first_byte_row(scans, b), out=row)
+    if base.child is not None:
+        scope = scans.scopes[base.child]
+        keep = same.take(vocab.sorted_bytes_T[0].take(scope.positions))
+        if keep.any():
+            hit_idx.append(scope.positions[keep])
+            hit_off.append(scope.offsets[keep])
+    return row
+
+
+def _first_byte_row(scans, b: int) -> np.ndarray:
+    """int32 [words] packed ids of the tokens that start with byte b (cached per vocabulary)."""
+    rows = scans.first_byte_rows
+    got = rows.get(b)
+    if got is None:
+        vocab = scans.vocab
+        ids = vocab.sorted_ids[vocab.first_byte_start[b]:vocab.first_byte_start[b + 1]]
+        got = rows[b] = pack_mask(np.asarray(ids, dtype=np.int32), vocab)
+    return got
