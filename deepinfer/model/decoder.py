@@ -34,8 +34,9 @@ class DecoderLayer(nn.Module):
         self.mlp.load(weights, prefix + "mlp.")
 
     def forward(self, h: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache: KVCache) -> torch.Tensor:
-        h = h + self.attn(self.input_norm(h), cos, sin, cache)
-        return h + self.mlp(self.post_attention_norm(h))
+        # The sublayers return fresh tensors: add the residual into them instead of allocating.
+        h = self.attn(self.input_norm(h), cos, sin, cache).add_(h)
+        return self.mlp(self.post_attention_norm(h)).add_(h)
 
 
 class Model(nn.Module):

@@ -34,9 +34,26 @@ def frozen(t: torch.Tensor) -> nn.Parameter:
     return nn.Parameter(t, requires_grad=False)
 
 
+def gemm_layout(weight: torch.Tensor) -> torch.Tensor:
+    """A [..., out, in] weight with the memory layout `F.linear` multiplies fastest here.
+
+    F.linear(x, W) is x @ W^T. For float32, MKL runs 8-22% faster when W^T is row-major, i.e. when
+    W is the transposed view of a contiguous [..., in, out] tensor (measured, 1 thread, SmolLM2-135M
+    layer shapes cycling over 30 layers: M=32 93 -> 73 ms, M=160 250 -> 231 ms, M=512 719 -> 661 ms).
+    bfloat16 (oneDNN) is 3-6% slower that way, so it keeps the checkpoint's layout. Values and
+    shape are unchanged; only strides differ.
+    """
+    if weight.dtype != torch.float32 or weight.dim() < 2:
+        return weight
+    return weight.transpose(-1, -2).contiguous().transpose(-1, -2)
+
+
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     """x [..., D] normalized in float32, cast back, then scaled by weight [D]."""
     dtype = x.dtype
+    if dtype == torch.float32 and weight.dtype == torch.float32 and weight.dim() == 1:
+        # One fused kernel instead of five passes; the same float32 arithmetic (bitwise equal here).
+        return F.rms_norm(x, weight.shape, weight, eps)
     x32 = x.float()
     x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + eps)
     return weight * x32.to(dtype)
@@ -68,7 +85,7 @@ class Linear(nn.Module):
 
     def load(self, weights: Weights, prefix: str) -> None:
         mats = [weights.take(f"{prefix}{name}.weight", (rows, self.in_features)) for name, rows in self.parts.items()]
-        self.weight = frozen(mats[0] if len(mats) == 1 else torch.cat(mats))
+        self.weight = frozen(gemm_layout(mats[0] if len(mats) == 1 else torch.cat(mats)))  # [out, in] values
         self.bias = None
         if self.has_bias:
             vecs = [weights.take(f"{prefix}{name}.bias", (rows,)) for name, rows in self.parts.items()]
@@ -93,7 +110,7 @@ class SwiGLU(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         gate, up = self.gate_up(x).split(self.intermediate, dim=-1)
-        return self.down(F.silu(gate) * up)
+        return self.down(F.silu(gate).mul_(up))  # silu's result is ours: multiply in place
 
 
 class Embedding(nn.Module):

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from deepinfer.model.config import ModelConfig
-from deepinfer.model.layers import SwiGLU, Weights, frozen
+from deepinfer.model.layers import SwiGLU, Weights, frozen, gemm_layout
 
 
 class Router(nn.Module):
@@ -60,7 +60,8 @@ class Experts(nn.Module):
             gate_up.append(torch.cat([weights.take(p + "gate_proj.weight", (inter, hidden)),
                                       weights.take(p + "up_proj.weight", (inter, hidden))]))
             down.append(weights.take(p + "down_proj.weight", (hidden, inter)))
-        self.gate_up, self.down = frozen(torch.stack(gate_up)), frozen(torch.stack(down))
+        self.gate_up = frozen(gemm_layout(torch.stack(gate_up)))
+        self.down = frozen(gemm_layout(torch.stack(down)))
 
     def forward(self, x: torch.Tensor, ids: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
         """x [T, hidden], ids/weights [T, k] -> sum over k of weight * expert(x) [T, hidden]."""
