@@ -96,6 +96,7 @@ def test_root_runs_equal_plain_walks(deepseek_vocab, monkeypatch, pattern):
                             state, inside, hit_idx, hit_off))
     monkeypatch.setattr(scan, "chain_split", lambda *args: None)
     monkeypatch.setattr(scan, "reference_state", lambda *args: None)
+    monkeypatch.setattr(scan, "FEW_TOKENS", 0)  # vectorized to the last byte (few_walks.py off)
     monkeypatch.setattr(scan, "literal_prefix", lambda *args: None)
     monkeypatch.setattr(ScanCache, "_loop_shortcut", lambda self, t, a, s, f, keys: (None, None))
     slow = ScanCache(deepseek_vocab)

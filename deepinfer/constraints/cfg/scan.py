@@ -28,6 +28,7 @@ from .chain_runs import chain_split
 from .literal_runs import literal_prefix, literal_walk
 from .tails import SPLIT_MIN, root_walk
 from ..vocab import Vocabulary
+from .few_walks import FEW_TOKENS, finish_few
 from .ref_runs import reference_part, reference_state
 from .scan_tables import SIG_LEVELS, ascii_signatures, sub_dfa_digest  # noqa: F401 (re-exported)
 
@@ -130,6 +131,9 @@ class ScanCache:
         lens = self.vocab.sorted_lengths[idx]
         loop_bits, loop_ok = self._loops(flat.reshape(-1, 256), accepting, follow)
         while idx.size:
+            if idx.size <= FEW_TOKENS:  # a few long tokens left: byte by byte (few_walks.py)
+                finish_few(self.sorted_tokens(), flat, accepting, follow, idx, j, cur, inside, hit_idx, hit_off)
+                return
             if j < SIG_LEVELS and loop_ok.any():  # rests that loop on their state: inside
                 sig = self.ascii_sig[j].take(idx, axis=0)              # [k, 2]
                 bits = loop_bits.take(cur, axis=0)                     # [k, 2]

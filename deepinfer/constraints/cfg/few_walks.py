@@ -1,0 +1,44 @@
+"""The end of a vectorized walk, in Python, once only a few tokens are left.
+
+(Created by the TBM helper.) scan.py walks tokens one byte position per numpy
+step; a step costs ~5-20 us whatever its size. After the bulk of a group dies
+or finishes, a handful of long tokens (runs of 32-128 spaces, long runs of
+multi-byte characters) kept up to ~120 more steps going: ~1 ms of a bounded-
+string root run for a dozen entries. Here they are read byte by byte instead.
+
+Exact: the same rules as scan.ScanCache._walk_uniform (a token is inside if
+its last byte leaves the DFA alive; it crosses a boundary at k if the state
+after k bytes accepts and byte k may follow the lexeme). Knows nothing about
+parsing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+FEW_TOKENS = 48  # walks of this few tokens finish here
+
+
+def finish_few(tokens: list, flat: np.ndarray, accepting: np.ndarray, follow: np.ndarray,
+               idx: np.ndarray, j: int, cur: np.ndarray, inside: list, hit_idx: list,
+               hit_off: list) -> None:
+    """Walk the tokens at sorted positions idx (bytes `tokens[p]`), all at offset j in
+    states cur, through the flat DFA table; append to inside / hit_idx / hit_off."""
+    done, hits, offs = [], [], []
+    for p, q in zip(idx.tolist(), cur.tolist()):
+        data = tokens[p]
+        end = len(data)
+        for k in range(j, end):
+            q = int(flat[q * 256 + data[k]])
+            if q < 0:
+                break
+            if k + 1 == end:
+                done.append(p)
+            elif accepting[q] and follow[data[k + 1]]:
+                hits.append(p)
+                offs.append(k + 1)
+    if done:
+        inside.append(np.array(done, dtype=np.int64))
+    if hits:
+        hit_idx.append(np.array(hits, dtype=np.int64))
+        hit_off.append(np.array(offs, dtype=np.int64))
