@@ -33,7 +33,7 @@ from ..ir_facts import FactsCache
 from ..nfa import build_nfa
 from .heads import MAX_HEAD_NFA, plain, shared_head
 
-MIN_REST_NFA = 100        # smaller rests are cheap to build whole: no split
+MIN_REST_NFA = 16         # smaller rests are cheap to build whole: no split
 MAX_KEPT_STATES = 60_000  # DFA states of the rests kept (1 KB each)
 _lock = threading.Lock()
 _rests: OrderedDict = OrderedDict()  # (rest expr, limits) -> (trans, accepting) | None (LRU)
@@ -70,13 +70,28 @@ def composed_dfa(expr, limits: Limits) -> tuple[np.ndarray, np.ndarray, str] | N
     split = split_parts(expr)
     if split is None:
         return None
-    head = shared_head(split[0])
-    if head is None or head.accepting[0]:
-        return None
+    if all(isinstance(item, ir.Literal) for item in split[0].items):  # a key: `"name":`
+        h_trans, h_accepting = _literal_dfa("".join(item.text for item in split[0].items).encode("utf-8"))
+    else:
+        head = shared_head(split[0])
+        if head is None or head.accepting[0]:
+            return None
+        h_trans, h_accepting = head.trans, head.accepting
     rest = _rest_dfa(split[1], limits)
     if rest is None:
         return None
-    return compose(head.trans, head.accepting, *rest)
+    return compose(h_trans, h_accepting, *rest)
+
+
+def _literal_dfa(text: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """int32 [n + 1, 256], bool [n + 1]: the chain DFA of one non-empty literal (no
+    subset construction: every property key has its own)."""
+    n = len(text)
+    trans = np.full((n + 1, 256), -1, dtype=np.int32)
+    trans[np.arange(n), np.frombuffer(text, dtype=np.uint8)] = np.arange(1, n + 1, dtype=np.int32)
+    accepting = np.zeros(n + 1, dtype=bool)
+    accepting[n] = True
+    return trans, accepting
 
 
 def compose(h_trans, h_accepting, r_trans, r_accepting):
