@@ -8,7 +8,10 @@ deepinfer rows: batch invariance on/off with prefix caching off (every request c
 prompt, like transformers), and prefix caching on (the prompts share their first ~150 tokens; the
 cache is cleared before the run, so the first request computes them). `--repeat-first` runs the
 first configuration twice in the process, to show any first-run-in-process effect. `--jump-forward`
-adds rows without jump-forward decoding. Both sides compile their grammar and warm up untimed.
+adds rows without jump-forward decoding. `--speculative` picks rows with/without speculative decoding
+(n-gram drafts; each timed run starts with a fresh speculator: no outputs of earlier runs to draft
+from, no learned acceptance); "same" counts outputs equal to the same row without speculation.
+Both sides compile their grammar and warm up untimed.
 """
 
 from __future__ import annotations
@@ -30,18 +33,27 @@ def valid(text: str) -> bool:
         return False
 
 
-def run_deepinfer(llm, prompts, params, invariant: bool, caching: bool, jump: bool) -> tuple:
-    """One timed generate from an empty prefix cache -> (seconds, tokens, cached tokens/request, valid)."""
-    llm.engine.config.batch_invariant = invariant
-    llm.engine.config.jump_forward = jump
-    llm.engine.blocks.enable_prefix_caching = caching
-    llm.engine.blocks.clear_cache()
-    hits = llm.engine.blocks.stats.hit_tokens
+def run_deepinfer(llm, prompts, params, invariant: bool, caching: bool, jump: bool, spec: bool) -> tuple:
+    """One timed generate from an empty prefix cache
+    -> (seconds, tokens, cached tokens/request, valid, texts, stats of the run)."""
+    engine = llm.engine
+    engine.config.batch_invariant = invariant
+    engine.config.jump_forward = jump
+    engine.config.speculative = spec
+    engine.reset_speculator()
+    engine.blocks.enable_prefix_caching = caching
+    engine.blocks.clear_cache()
+    hits = engine.blocks.stats.hit_tokens
+    before = engine.stats()
     start = time.perf_counter()
     outs = llm.generate(prompts, params)
     seconds = time.perf_counter() - start
-    cached = (llm.engine.blocks.stats.hit_tokens - hits) / len(prompts)
-    return seconds, sum(len(o.token_ids) for o in outs), cached, sum(valid(o.text) for o in outs)
+    cached = (engine.blocks.stats.hit_tokens - hits) / len(prompts)
+    after = engine.stats()
+    stats = {k: after[k] - before.get(k, 0) for k in ("steps", "generation_tokens", "draft_tokens",
+                                                      "verified_tokens", "accepted_tokens") if k in after}
+    texts = [o.text for o in outs]
+    return seconds, sum(len(o.token_ids) for o in outs), cached, sum(valid(t) for t in texts), texts, stats
 
 
 def main() -> None:
@@ -55,6 +67,8 @@ def main() -> None:
     p.add_argument("--repeat-first", action="store_true")
     p.add_argument("--jump-forward", choices=["on", "off", "both"], default="on",
                    help="deepinfer rows with jump-forward decoding (the default) and/or without it")
+    p.add_argument("--speculative", choices=["on", "off", "both"], default="both",
+                   help="deepinfer rows with speculative decoding (n-gram drafts) and/or without it")
     p.add_argument("--rounds", type=int, default=1,
                    help="run every row this many times, alternating engines; report each row's fastest run "
                         "(on a shared machine the load changes between rows)")
@@ -76,34 +90,43 @@ def main() -> None:
         if args.repeat_first and configs:
             configs.insert(0, configs[0])
         jumps = {"on": [True], "off": [False], "both": [True, False]}[args.jump_forward]
-        runs = [(c, j) for c in configs for j in jumps]
+        specs = {"on": [True], "off": [False], "both": [False, True]}[args.speculative]
+        runs = [(c, j, sp) for c in configs for j in jumps for sp in specs]
         peer = None
         if not args.no_peer:
             model, tok = hf_model(path, dtype)
             factory = xgrammar_factory(tok, model.config.vocab_size, EXTRACTION_SCHEMA)
             hf_generate(model, tok, prompts[:2], 4, 2, factory)  # untimed warm-up, as deepinfer's
         best: dict = {}
+        plain_texts: dict = {}
         for _ in range(args.rounds):
-            for i, ((invariant, caching), jump) in enumerate(runs):
-                result = run_deepinfer(llm, prompts, params, invariant, caching, jump)
+            for i, ((invariant, caching), jump, spec) in enumerate(runs):
+                *result, texts, stats = run_deepinfer(llm, prompts, params, invariant, caching, jump, spec)
                 name = (f"deepinfer (invariant {'on' if invariant else 'off'}, prefix cache "
-                        f"{'on' if caching else 'off'}, jump-forward {'on' if jump else 'off'})")
-                print([name, dtype, *result], flush=True)
+                        f"{'on' if caching else 'off'}, jump-forward {'on' if jump else 'off'}, "
+                        f"speculative {'on' if spec else 'off'})")
+                if not spec:
+                    plain_texts[(invariant, caching, jump)] = texts
+                base = plain_texts.get((invariant, caching, jump))
+                same = "-" if base is None else sum(a == b for a, b in zip(base, texts))
+                result += [f"{stats['generation_tokens'] / max(1, stats['steps']):.2f}",
+                           f"{stats['accepted_tokens']}/{stats['verified_tokens']}" if spec else "-", same]
+                print([name, dtype, *result, stats], flush=True)
                 if (i, name) not in best or result[0] < best[(i, name)][0]:
                     best[(i, name)] = result
             if not args.no_peer:
                 seconds, tokens, texts = hf_generate(model, tok, prompts, args.max_tokens, args.hf_batch, factory)
                 print(["transformers", dtype, seconds, tokens], flush=True)
                 if peer is None or seconds < peer[0]:
-                    peer = (seconds, tokens, 0, sum(valid(t) for t in texts))
+                    peer = (seconds, tokens, 0, sum(valid(t) for t in texts), "-", "-", "-")
         named = [(name, r) for (_, name), r in best.items()]
         named += [(f"transformers + xgrammar (batch {args.hf_batch})", peer)] if peer else []
-        for name, (seconds, tokens, cached, ok) in named:
+        for name, (seconds, tokens, cached, ok, per_step, accepted, same) in named:
             ratio = f"{(tokens / seconds) / (peer[1] / peer[0]):.2f}x" if peer else "-"
             rows.append([name, dtype, args.requests, f"{prompt_tokens:.0f}", f"{cached:.0f}", tokens,
-                         f"{seconds:.1f}", f"{tokens / seconds:.1f}", ratio, ok])
+                         f"{seconds:.1f}", f"{tokens / seconds:.1f}", ratio, ok, per_step, accepted, same])
     table(rows, ["engine", "dtype", "requests", "prompt tok", "cached tok/req", "gen tokens", "seconds", "tok/s",
-                 "vs transformers", "valid JSON"])
+                 "vs transformers", "valid JSON", "tok/step", "drafts accepted/verified", "same"])
 
 
 if __name__ == "__main__":

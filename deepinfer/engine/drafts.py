@@ -9,6 +9,7 @@ Lookups are dict hits: every token appended registers the n-grams ending just be
 where their continuation starts. The pool holds at most `pool_tokens` tokens of finished outputs
 (oldest dropped first); its dict is rebuilt when stale entries outnumber live ones.
 
+The caller caps the draft length (`propose(key, limit)`).
 Deterministic: the same sequence of appended tokens gives the same drafts. Drafts are only
 proposals; whether a token is kept is decided by verification (speculative.py / engine.py).
 Knows nothing about models, masks, sampling or the KV cache.
@@ -91,9 +92,8 @@ class DraftPool:
 class NgramProposer:
     """Drafts for sequences identified by a key; call `observe` as tokens are appended."""
 
-    def __init__(self, max_draft: int = 5, max_ngram: int = 4, min_ngram: int = 1,
-                 pool_tokens: int = 16384) -> None:
-        self.max_draft, self.max_ngram, self.min_ngram = max_draft, max_ngram, min_ngram
+    def __init__(self, max_ngram: int = 4, min_ngram: int = 1, pool_tokens: int = 16384) -> None:
+        self.max_ngram, self.min_ngram = max_ngram, min_ngram
         self.pool = DraftPool(pool_tokens)
         self._own: dict[object, NgramIndex] = {}      # key -> prompt + output
         self._outputs: dict[object, NgramIndex] = {}  # key -> output only (what the pool shares)
@@ -117,7 +117,6 @@ class NgramProposer:
     def propose(self, key: object, limit: int) -> Draft | None:
         """The draft after the longest matching suffix (own context first at each n), or None."""
         own = self._own.get(key)
-        limit = min(limit, self.max_draft)
         if own is None or limit <= 0:
             return None
         tokens = own.tokens

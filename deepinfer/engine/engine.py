@@ -132,12 +132,16 @@ class Engine:
             self._speculator = Speculator(self.config.speculative_config, self.eos_ids)
         return self._speculator if self.config.speculative else None
 
+    def reset_speculator(self) -> None:
+        """Forget drafts' shared outputs, acceptance statistics and the cost model (benchmarks)."""
+        self._speculator = None
+
     def step(self) -> list[RequestOutput]:
         self._admit_compiled()
         speculator = self.speculator
         if speculator is not None:
             speculator.plan(self.scheduler.running, self.config.max_num_batched_tokens,
-                            self.config.jump_forward, self.max_model_len)
+                            self.forced_text if self.config.jump_forward else None, self.max_model_len)
         start = time.perf_counter()
         batch = self.scheduler.schedule()
         if batch:
@@ -189,20 +193,24 @@ class Engine:
         self.counters["steps"] += 1
 
     def _accept(self, seq: Sequence, tokens: list[int], logprobs: list) -> None:
-        """Append sampled tokens while they confirm the draft, up to the first that does not.
+        """Append sampled (and jumped) tokens while the draft predicted them.
 
-        tokens[j] is the token at position num_tokens + j given draft[:j]; when it equals draft[j],
-        the row that fed draft[j] computed valid KV, and tokens[j + 1] is valid too. Jump-forward
-        and stops apply after every token, as without a draft; forced text ends the acceptance."""
-        draft = seq.draft
-        matched = matched_prefix(draft, tokens)
-        for j in range(matched + 1):
-            append_token(seq, tokens[j], logprobs[j], self.eos_ids, self.max_model_len)
-            jumped = self._jump_forward(seq)
-            self.counters["generation_tokens"] += 1 + jumped
-            if seq.finished or jumped or j == matched:
+        Row i of the sequence fed draft[:i] at the positions after its known tokens, so its sample
+        tokens[i] is the next token exactly when the tokens appended so far equal draft[:i]; and
+        row i's KV is valid when draft[:i] is a prefix of what was appended. Jump-forward and stops
+        apply after every token, as without a draft (a draft may carry the forced tokens)."""
+        draft, before = seq.draft, len(seq.output_token_ids)
+        row = 0
+        while True:
+            append_token(seq, tokens[row], logprobs[row], self.eos_ids, self.max_model_len)
+            self.counters["generation_tokens"] += 1 + self._jump_forward(seq)
+            appended = seq.output_token_ids[before:]
+            row = len(appended)
+            if seq.finished or row > len(draft) or draft[:row] != appended:
                 break
-            seq.num_computed += 1
+        appended = seq.output_token_ids[before:]
+        matched = next((i for i, (a, b) in enumerate(zip(draft, appended)) if a != b), min(len(draft), len(appended)))
+        seq.num_computed += min(matched, len(appended) - 1)  # one appended token always stays pending
         self._touched[seq.request.request_id] = seq.request
         if self._speculator is not None:
             self._speculator.record(seq, len(draft), matched)

@@ -79,6 +79,19 @@ def can_jump(seq: Sequence) -> bool:
     return seq.matcher is not None and not seq.finished and seq.params.logprobs is None
 
 
+def forced_tokens(seq: Sequence, forced: ForcedText) -> list[int]:
+    """The tokens `jump_forward` would append now (before any stop or length check), accepted into
+    the matcher, which the caller rolls back: speculative drafts pass through forced text this way."""
+    if not can_jump(seq):
+        return []
+    ids, accepted = forced.token_ids(seq), []
+    for i, token in enumerate(ids):
+        if (i == len(ids) - 1 and forced.extendable(seq, token)) or not seq.matcher.accept_token(token):
+            break
+        accepted.append(token)
+    return accepted
+
+
 def jump_forward(seq: Sequence, forced: ForcedText, eos_ids: frozenset[int], max_model_len: int) -> int:
     """Append the tokens the constraint forces now; returns how many were appended."""
     if not can_jump(seq):

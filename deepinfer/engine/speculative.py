@@ -8,13 +8,14 @@ only the speed depends on this module (and, outside batch-invariant mode, the ro
 
 Per step (`Speculator.plan`), for each decoding sequence:
 1. propose a draft (at most `max_draft` tokens, capped by max_tokens and the context length);
-2. cut it at the first token the constraint refuses (confidence 0: it could never be sampled;
-   `Matcher.accept_token` + `rollback`), after an eos/stop id, and, with jump-forward on, after
-   the token where the constraint starts forcing text (jump-forward appends that text itself, and
-   verification stops there to keep outputs equal to the non-speculative ones);
-3. confidence of draft position j: c_j = P(draft_j accepted | draft_1..j-1 accepted), a Beta-
-   smoothed acceptance rate per (source own/pool, matched n-gram length, j, greedy or sampled),
-   learned online from verification results (`record`); survival a_j = c_1 * ... * c_j.
+2. walk the constraint's matcher through it (`Matcher.accept_token`, then `rollback`): cut it at
+   the first token the constraint refuses (confidence 0: it could never be sampled) and after an
+   eos/stop id. With jump-forward on, where the constraint forces text after a draft token, the
+   draft must continue with exactly the tokens jump-forward would append (`forced_tokens`), or it
+   is cut there: those forced tokens have confidence 1 and do not count against `max_draft`;
+3. confidence of the i-th free (not forced) draft token: c = P(accepted | all before accepted), a
+   Beta-smoothed acceptance rate per (source own/pool, matched n-gram length, i, greedy or
+   sampled), learned online from verification results (`record`); survival a_j = prod c up to j.
 4. verification lengths maximize expected tokens per second Theta = tau / cost(B), tau = expected
    accepted tokens (one per sequence plus the sum of admitted a_j), B = tokens in the forward pass.
    cost(B) = alpha + beta * B is a linear model fitted online (`StepCost`) to the wall time of
@@ -24,7 +25,6 @@ Per step (`Speculator.plan`), for each decoding sequence:
    admitted greedily in descending a (a_j never increases with j, so prefixes stay prefixes) and
    the search stops at the first one that does not raise Theta (DSpark's Algorithm 1; with
    sampled-verify the early stop is not needed for exactness, and Theta is unimodal here anyway).
-Forced tokens (confidence 1) need no verification: jump-forward appends them.
 Knows nothing about the model, the KV cache or sampling arithmetic.
 """
 
@@ -33,6 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from deepinfer.engine.drafts import Draft, NgramProposer
+from deepinfer.engine.jump_forward import ForcedText, can_jump, forced_tokens
 from deepinfer.engine.sequence import Sequence
 
 
@@ -44,6 +45,7 @@ class SpeculativeConfig:
     pool_tokens: int = 16384            # finished outputs kept for drafting
     prior_overhead_rows: float = 64.0   # alpha / beta before the cost model has data
     max_pending: int = 16               # sequences with more uncomputed tokens are still in prefill
+    max_forced: int = 16                # forced tokens a draft may carry beyond max_draft
 
 
 class AcceptanceStats:
@@ -56,14 +58,19 @@ class AcceptanceStats:
     def key(draft: Draft, position: int, greedy: bool) -> tuple:
         return draft.source, draft.ngram, position, greedy
 
-    def confidence(self, key: tuple) -> float:
+    def confidence(self, key: tuple | None) -> float:
+        if key is None:  # a forced token
+            return 1.0
         accepted, trials = self.counts.get(key, (0, 0))
         return (accepted + 1) / (trials + 2)
 
-    def record(self, draft: Draft, greedy: bool, verified: int, matched: int) -> None:
-        """`verified` draft positions were checked; the first `matched` equalled the samples."""
+    def record(self, keys: list[tuple | None], verified: int, matched: int) -> None:
+        """`verified` draft positions (keys[j - 1]: None if forced) were checked; the first
+        `matched` were confirmed."""
         for j in range(1, min(verified, matched + 1) + 1):  # positions after a miss were no trials
-            counts = self.counts.setdefault(self.key(draft, j, greedy), [0, 0])
+            if keys[j - 1] is None:
+                continue
+            counts = self.counts.setdefault(keys[j - 1], [0, 0])
             counts[0] += j <= matched
             counts[1] += 1
             if counts[1] >= 4096:  # forget slowly: acceptance changes with the workload
@@ -120,12 +127,12 @@ class Speculator:
     def __init__(self, config: SpeculativeConfig, eos_ids: frozenset[int]) -> None:
         self.config = config
         self.eos_ids = eos_ids
-        self.proposer = NgramProposer(config.max_draft, config.max_ngram, config.min_ngram, config.pool_tokens)
+        self.proposer = NgramProposer(config.max_ngram, config.min_ngram, config.pool_tokens)
         self.stats = AcceptanceStats()
         self.cost = StepCost(config.prior_overhead_rows)
         self.counters = {"draft_tokens": 0, "verified_tokens": 0, "accepted_tokens": 0}
 
-    def plan(self, running: list[Sequence], budget: int, jump_forward: bool, max_model_len: int) -> None:
+    def plan(self, running: list[Sequence], budget: int, forced: ForcedText | None, max_model_len: int) -> None:
         """Set `seq.draft` (the tokens to verify this step) for every running sequence."""
         seqs, drafts, survival = [], [], []
         base_tokens, sampling = 0, 0
@@ -139,49 +146,62 @@ class Speculator:
             key = (seq.request.request_id, seq.index)
             self.proposer.observe(key, seq.request.prompt_token_ids, seq.output_token_ids)
             limit = min(seq.params.max_tokens - len(seq.output_token_ids) - 1, max_model_len - seq.num_tokens - 1)
-            draft = self.proposer.propose(key, limit)
+            draft = self.proposer.propose(key, min(limit, self.config.max_draft + self.config.max_forced))
             if draft is None:
                 continue
-            draft.tokens = self._legal_prefix(seq, draft.tokens, jump_forward)
+            draft.tokens, keys = self._walk(seq, draft, forced)
             if not draft.tokens:
                 continue
-            greedy = seq.params.greedy
             a, row = 1.0, []
-            for j in range(1, len(draft.tokens) + 1):
-                a *= self.stats.confidence(AcceptanceStats.key(draft, j, greedy))
+            for key in keys:
+                a *= self.stats.confidence(key)
                 row.append(a)
             seqs.append(seq)
-            drafts.append(draft)
+            drafts.append((draft, keys))
             survival.append(row)
         if not seqs:
             return
         lengths = choose_lengths(survival, base_tokens, float(sampling), self.cost.overhead_rows(),
                                  budget - base_tokens)
-        for seq, draft, length in zip(seqs, drafts, lengths):
+        for seq, (draft, keys), length in zip(seqs, drafts, lengths):
             if length:
-                seq.draft, seq.draft_info = draft.tokens[:length], draft
+                seq.draft, seq.draft_info = draft.tokens[:length], keys
                 self.counters["draft_tokens"] += length
 
-    def _legal_prefix(self, seq: Sequence, tokens: list[int], jump_forward: bool) -> list[int]:
+    def _walk(self, seq: Sequence, draft: Draft, forced: ForcedText | None) -> tuple[list[int], list]:
+        """The usable prefix of the draft and a confidence key per token (None: forced, c = 1)."""
         stops = self.eos_ids | set(seq.params.stop_token_ids)
-        matcher = seq.matcher
-        keep = 0
-        for token in tokens:
-            if matcher is not None and not matcher.accept_token(token):
+        matcher, tokens, greedy = seq.matcher, draft.tokens, seq.params.greedy
+        keep, keys, accepted, free = [], [], 0, 0
+        while len(keep) < len(tokens) and free < self.config.max_draft:
+            token = tokens[len(keep)]
+            if matcher is not None:
+                if not matcher.accept_token(token):
+                    break
+                accepted += 1
+            free += 1
+            keep.append(token)
+            keys.append(AcceptanceStats.key(draft, free, greedy))
+            if token in stops or (matcher is not None and matcher.is_terminated()):
                 break
-            keep += 1
-            if token in stops or (matcher is not None and (
-                    matcher.is_terminated() or (jump_forward and matcher.find_jump_forward_string()))):
-                break
+            if forced is not None and can_jump(seq):
+                ids = forced_tokens(seq, forced)  # what jump-forward will append after `token`
+                accepted += len(ids)
+                rest = tokens[len(keep):len(keep) + len(ids)]
+                same = next((i for i, (a, b) in enumerate(zip(ids, rest)) if a != b), min(len(ids), len(rest)))
+                keep += ids[:same]
+                keys += [None] * same
+                if same < len(ids):
+                    break
         if matcher is not None:
-            matcher.rollback(keep)
-        return tokens[:keep]
+            matcher.rollback(accepted)
+        return keep, keys
 
     def record(self, seq: Sequence, verified: int, matched: int) -> None:
         self.counters["verified_tokens"] += verified
         self.counters["accepted_tokens"] += matched
         if seq.draft_info is not None and verified:
-            self.stats.record(seq.draft_info, seq.params.greedy, verified, matched)
+            self.stats.record(seq.draft_info, verified, matched)
 
     def release(self, seq: Sequence) -> None:
         self.proposer.release((seq.request.request_id, seq.index))

@@ -5,9 +5,10 @@ from deepinfer.engine.speculative import AcceptanceStats, StepCost, choose_lengt
 
 
 def test_own_context_longest_suffix_most_recent_occurrence():
-    p = NgramProposer(max_draft=3, max_ngram=3)
+    p = NgramProposer(max_ngram=3)
     p.observe("a", [1, 2, 3, 9, 1, 2, 3, 8, 7], [1, 2, 3])
-    draft = p.propose("a", 5)
+    assert p.propose("a", 9).tokens == [8, 7, 1, 2, 3]
+    draft = p.propose("a", 3)
     assert (draft.tokens, draft.source, draft.ngram) == ([8, 7, 1], SOURCE_OWN, 3)
     assert p.propose("a", 2).tokens == [8, 7]
     p.observe("a", [1, 2, 3, 9, 1, 2, 3, 8, 7], [1, 2, 3, 4])  # no earlier "3 4", "2 3 4"; "4" unseen
@@ -15,7 +16,7 @@ def test_own_context_longest_suffix_most_recent_occurrence():
 
 
 def test_pool_shares_outputs_of_other_sequences_and_forgets_them():
-    p = NgramProposer(max_draft=4, max_ngram=2, pool_tokens=6)
+    p = NgramProposer(max_ngram=2, pool_tokens=6)
     p.observe("a", [50], [5, 6, 7, 8, 9])
     p.observe("b", [60], [5])
     draft = p.propose("b", 4)
@@ -51,10 +52,10 @@ def test_acceptance_stats_count_trials_only_up_to_the_first_miss():
     from deepinfer.engine.drafts import Draft
     stats = AcceptanceStats()
     draft = Draft([1, 2, 3], SOURCE_OWN, 2)
-    stats.record(draft, True, verified=3, matched=1)
     key = lambda j: AcceptanceStats.key(draft, j, True)  # noqa: E731
+    stats.record([key(1), None, key(2), key(3)], verified=4, matched=2)  # the second token was forced
     assert stats.counts[key(1)] == [1, 1] and stats.counts[key(2)] == [0, 1] and key(3) not in stats.counts
-    assert stats.confidence(key(1)) == 2 / 3 and stats.confidence(key(3)) == 0.5
+    assert stats.confidence(key(1)) == 2 / 3 and stats.confidence(key(3)) == 0.5 and stats.confidence(None) == 1
 
 
 def test_step_cost_fits_the_overhead_in_rows():
