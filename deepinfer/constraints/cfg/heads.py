@@ -115,22 +115,10 @@ def shared_head(expr) -> Head | None:
 
 
 _MISSING = object()
-_PLAIN: dict = {}  # expression -> plain(expression); IR nodes are immutable and hash in O(1)
-_PLAIN_MAX = 50_000
-
-
 def plain(expr) -> bool:
     """No reference to a regular rule (those need the grammar's rules to build).
-
-    Memoized: the same head/tail expressions recur across lexemes and compiles, and the
-    walk was ~5% of a median TTFM."""
-    hit = _PLAIN.get(expr)
-    if hit is None:
-        hit = not any(isinstance(node, ir.RuleRef) for node in ir.walk_unique(expr))
-        if len(_PLAIN) >= _PLAIN_MAX:
-            _PLAIN.clear()  # bounded; rebuilt cheaply on demand
-        _PLAIN[expr] = hit
-    return hit
+    O(1): IR nodes keep the rule names referenced inside them (ir.rule_refs)."""
+    return not ir.rule_refs(expr)
 
 
 def _build(expr) -> Head | None:

@@ -41,25 +41,15 @@ def lexeme_key(expr: ir.Expr, regular_rules: dict[str, ir.Expr], limits, referen
     again for every lexeme that mentions them (the JSON value and string rules were
     walked once per lexeme)."""
     names: set[str] = set()
-    todo = [expr]
-    pending: list[str] = []
-    while todo:
-        for node in ir.walk_unique(todo.pop()):
-            if isinstance(node, ir.RuleRef) and node.name not in names:
-                names.add(node.name)
-                body = regular_rules.get(node.name)
-                if body is None:
-                    continue
-                if referenced is None:
-                    todo.append(body)
-                else:
-                    pending.append(node.name)
+    pending = list(ir.rule_refs(expr))  # kept on each IR node: no walk of the expression
     while pending:
-        for ref in referenced(pending.pop()):
-            if ref not in names:
-                names.add(ref)
-                if ref in regular_rules:
-                    pending.append(ref)
+        name = pending.pop()
+        if name in names:
+            continue
+        names.add(name)
+        if name in regular_rules:  # follow its body's references (non-regular ones are leaves)
+            pending.extend(referenced(name) if referenced is not None else
+                           ir.rule_refs(regular_rules[name]))
     refs = tuple(sorted((n, regular_rules.get(n)) for n in names))
     return (expr, refs, limits.max_nfa_states, limits.max_dfa_states)
 

@@ -91,7 +91,7 @@ def _unroll(grammar: ir.Grammar, nonregular: set[str]) -> ir.Grammar:
 
 
 def _mentions(expr: ir.Expr, names: set[str]) -> bool:
-    return any(isinstance(e, ir.RuleRef) and e.name in names for e in ir.walk_unique(expr))
+    return bool(ir.rule_refs(expr) & names)
 
 
 def nonregular_rules(grammar: ir.Grammar) -> set[str]:
@@ -123,8 +123,6 @@ class _Splitter:
         self.lexeme_ids: dict[ir.Expr, int] = {}
         self.rule_ids: dict[str, int] = {}
         self.helper_ids: dict[tuple, int] = {}
-        self.regular_memo: dict[int, bool] = {}
-        self.keep_alive: list[ir.Expr] = []
         self.deadline = time.monotonic() + limits.time_budget_s
 
     def run(self) -> Bnf:
@@ -149,22 +147,8 @@ class _Splitter:
 
     # ------------------------------------------------------------ structure
     def is_regular(self, expr: ir.Expr) -> bool:
-        """No reference to a non-regular rule inside (memoized by node identity:
-        the splitter asks about every sub-expression on its way down)."""
-        key = id(expr)
-        hit = self.regular_memo.get(key)
-        if hit is None:
-            if isinstance(expr, ir.RuleRef):
-                hit = expr.name not in self.nonregular
-            elif isinstance(expr, (ir.Seq, ir.Alt)):
-                hit = all(self.is_regular(e) for e in expr.items)
-            elif isinstance(expr, ir.Repeat):
-                hit = self.is_regular(expr.item)
-            else:
-                hit = True
-            self.regular_memo[key] = hit
-            self.keep_alive.append(expr)  # ids stay unique while memoized
-        return hit
+        """No reference to a non-regular rule inside (ir.rule_refs is kept on each node: O(1))."""
+        return not (ir.rule_refs(expr) & self.nonregular)
 
     def new_nonterminal(self, name: str) -> int:
         self.names.append(name)
