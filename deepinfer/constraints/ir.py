@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-MAX_CODEPOINT = 0x10FFFF
-SURROGATES = (0xD800, 0xDFFF)  # not encodable in UTF-8, never part of a class
+from .ir_ranges import MAX_CODEPOINT, SURROGATES  # noqa: F401 - re-exported
+from .ir_ranges import complement as _complement
+from .ir_ranges import normalize_ranges as _normalize_ranges
+from .ir_ranges import remove_surrogates as _remove_surrogates
 
 
 class Expr:
@@ -30,9 +32,10 @@ class Expr:
 
     __slots__ = ("_h", "_r")  # _r: the rule names referenced inside (see rule_refs)
 
-    def __post_init__(self) -> None:  # the dataclass __init__ of every node calls this
-        object.__setattr__(self, "_h", hash((self.__class__.__name__,) + self._values()))
-        object.__setattr__(self, "_r", _refs_at_construction(self))
+    # Each node class writes its own __init__ (dataclass init=False): fields, `_h` and `_r`
+    # set directly. Why: IR construction is ~a third of lowering a JSON Schema, and the
+    # generated frozen __init__ plus a shared __post_init__ (method calls, tuple concatenation,
+    # a class-name lookup) cost ~2 us per node.
 
     def __hash__(self) -> int:
         return self._h
@@ -57,37 +60,39 @@ def rule_refs(expr: Expr) -> frozenset:
     Why on the node: front ends share subtrees (the JSON value, string bodies) and
     several grammars share rule bodies; recursion checks, the lexical split and
     lexeme cache keys all ask, and walking bodies per grammar was ~5% of a median
-    JSON Schema compile. Computing it at construction costs one small union per
-    node, from children that already know theirs."""
+    JSON Schema compile. Each node's __init__ computes it from its children's."""
     return expr._r
 
 
-def _refs_at_construction(node: Expr) -> frozenset:
-    cls = node.__class__
-    if cls is Seq or cls is Alt:
-        found = _NO_REFS
-        for item in node.items:
-            refs = item._r
-            if refs and refs is not found and not refs <= found:
-                found = refs if not found else found | refs
-        return found
-    if cls is Repeat:
-        return node.item._r
-    if cls is RuleRef:
-        return frozenset((node.name,))
-    return _NO_REFS
+def _union_refs(items) -> frozenset:
+    """The union of the items' referenced rule names (shares a child's set when it can)."""
+    found = _NO_REFS
+    for item in items:
+        refs = item._r
+        if refs and refs is not found and not refs <= found:
+            found = refs if not found else found | refs
+    return found
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+_set = object.__setattr__  # frozen dataclasses: fields are written once, here
+
+
+@dataclass(frozen=True, slots=True, eq=False, init=False)
 class Literal(Expr):
     """An exact Unicode string ('' is the empty string)."""
 
     text: str
+
+    def __init__(self, text: str) -> None:
+        _set(self, "text", text)
+        _set(self, "_h", hash(("Literal", text)))
+        _set(self, "_r", _NO_REFS)
+
     def _values(self) -> tuple:
         return (self.text,)
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False, init=False)
 class CharClass(Expr):
     """One character from a union of inclusive code point ranges.
 
@@ -96,6 +101,12 @@ class CharClass(Expr):
     """
 
     ranges: tuple[tuple[int, int], ...]
+
+    def __init__(self, ranges: tuple[tuple[int, int], ...]) -> None:
+        _set(self, "ranges", ranges)
+        _set(self, "_h", hash(("CharClass", ranges)))
+        _set(self, "_r", _NO_REFS)
+
     def _values(self) -> tuple:
         return (self.ranges,)
 
@@ -117,40 +128,78 @@ class CharClass(Expr):
         return any(lo <= codepoint <= hi for lo, hi in self.ranges)
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False, init=False)
 class Seq(Expr):
     """Concatenation; `Seq(())` is the empty string."""
 
     items: tuple[Expr, ...]
+
+    def __init__(self, items: tuple[Expr, ...]) -> None:
+        _set(self, "items", items)
+        if len(items) == 2:  # most nodes: children's cached hashes and rule sets read inline
+            a, b = items
+            _set(self, "_h", hash(("Seq", a._h, b._h)))
+            ra, rb = a._r, b._r
+            _set(self, "_r", ra if not rb or rb is ra else rb if not ra else ra | rb)
+        else:
+            _set(self, "_h", hash(("Seq", items)))
+            _set(self, "_r", _union_refs(items))
+
     def _values(self) -> tuple:
         return (self.items,)
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False, init=False)
 class Alt(Expr):
     """Alternation; `Alt(())` is the empty language (matches nothing)."""
 
     items: tuple[Expr, ...]
+
+    def __init__(self, items: tuple[Expr, ...]) -> None:
+        _set(self, "items", items)
+        if len(items) == 2:  # most nodes: children's cached hashes and rule sets read inline
+            a, b = items
+            _set(self, "_h", hash(("Alt", a._h, b._h)))
+            ra, rb = a._r, b._r
+            _set(self, "_r", ra if not rb or rb is ra else rb if not ra else ra | rb)
+        else:
+            _set(self, "_h", hash(("Alt", items)))
+            _set(self, "_r", _union_refs(items))
+
     def _values(self) -> tuple:
         return (self.items,)
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False, init=False)
 class Repeat(Expr):
     """`item` repeated between `min` and `max` times (`max=None`: unbounded)."""
 
     item: Expr
     min: int = 0
     max: int | None = None
+
+    def __init__(self, item: Expr, min: int = 0, max: int | None = None) -> None:  # noqa: A002
+        _set(self, "item", item)
+        _set(self, "min", min)
+        _set(self, "max", max)
+        _set(self, "_h", hash(("Repeat", item, min, max)))
+        _set(self, "_r", item._r)
+
     def _values(self) -> tuple:
         return (self.item, self.min, self.max)
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False, init=False)
 class RuleRef(Expr):
     """A reference to another rule of the same grammar, by name."""
 
     name: str
+
+    def __init__(self, name: str) -> None:
+        _set(self, "name", name)
+        _set(self, "_h", hash(("RuleRef", name)))
+        _set(self, "_r", frozenset((name,)))
+
     def _values(self) -> tuple:
         return (self.name,)
 
@@ -223,19 +272,50 @@ def walk_unique(expr: Expr):
 # Smart constructors flatten and simplify so front ends can compose freely.
 
 def seq(*items: Expr) -> Expr:
+    # class checks, not `== NOTHING`: a Python-level __eq__ per item was most of this call
+    if len(items) == 2:  # the common case (tries, chains): same result as the general path
+        a, b = items
+        ca, cb = a.__class__, b.__class__
+        if ca is not Seq:
+            if cb is Seq:
+                if not b.items:  # x ε = x
+                    return a
+            elif (ca is Alt and not a.items) or (cb is Alt and not b.items):
+                return NOTHING
+            elif ca is Literal and cb is Literal:
+                return Literal(a.text + b.text)
+            else:
+                return Seq(items)
     flat: list[Expr] = []
     for item in items:
-        if isinstance(item, Seq):
+        cls = item.__class__
+        if cls is Seq:
             flat.extend(item.items)
-        elif item == NOTHING:
+        elif cls is Alt and not item.items:
             return NOTHING
         else:
             flat.append(item)
-    flat = _merge_literals(flat)
-    return flat[0] if len(flat) == 1 else Seq(tuple(flat))
+    if len(flat) == 1:
+        return flat[0]
+    if not flat:
+        return EMPTY
+    for i in range(len(flat) - 1):
+        if flat[i].__class__ is Literal and flat[i + 1].__class__ is Literal:
+            flat = _merge_literals(flat)
+            return flat[0] if len(flat) == 1 else Seq(tuple(flat))
+    return Seq(tuple(flat))
 
 
 def alt(*items: Expr) -> Expr:
+    if len(items) == 2:  # the common cases: same result as the general path
+        a, b = items
+        if a.__class__ is not Alt:
+            if b.__class__ is not Alt:
+                return a if a is b or (a._h == b._h and a == b) else Alt(items)
+            if not b.items:  # x | nothing = x
+                return a
+    elif len(items) == 1 and items[0].__class__ is not Alt:
+        return items[0]
     flat: dict[Expr, None] = {}  # ordered set: dedup by cached hash, not pairwise ==
     for item in items:
         if isinstance(item, Alt):
@@ -250,7 +330,7 @@ def alt(*items: Expr) -> Expr:
 def repeat(item: Expr, min: int = 0, max: int | None = None) -> Expr:
     if max is not None and max < min:
         return NOTHING
-    if max == 0 or item == EMPTY:
+    if max == 0 or (item.__class__ is Seq and not item.items):
         return EMPTY
     if min == max == 1:
         return item
@@ -266,120 +346,19 @@ def literal(text: str) -> Expr:
 
 
 def _merge_literals(items: list[Expr]) -> list[Expr]:
+    """Adjacent literals joined into one (one new node per run; a lone literal kept as is)."""
     merged: list[Expr] = []
-    for item in items:
-        if isinstance(item, Literal) and merged and isinstance(merged[-1], Literal):
-            merged[-1] = Literal(merged[-1].text + item.text)
-        else:
+    run: list[Expr] = []
+    for item in items + [None]:
+        if item.__class__ is Literal:
+            run.append(item)
+            continue
+        if run:
+            merged.append(run[0] if len(run) == 1 else Literal("".join(r.text for r in run)))
+            run = []
+        if item is not None:
             merged.append(item)
     return merged
 
 
-# ------------------------------------------------------------------- printing
-
-def to_ebnf(expr: Expr) -> str:
-    """Print one expression in EBNF (the same notation xgrammar prints)."""
-    match expr:
-        case Literal(text):
-            return _quote(text)
-        case CharClass():
-            return _class_to_ebnf(expr)
-        case RuleRef(name):
-            return name
-        case Seq(()):
-            return '""'
-        case Seq(items):
-            return " ".join(_parenthesize(item, Alt) for item in items)
-        case Alt(()):
-            return "(/* nothing */)"
-        case Alt(items):
-            return " | ".join(_parenthesize(item, Alt) for item in items)
-        case Repeat(item, lo, hi):
-            inner = _parenthesize(item, (Seq, Alt))
-            if isinstance(item, Repeat):  # "x+?" would read as a lazy quantifier
-                inner = f"({inner})"
-            return inner + _repeat_suffix(lo, hi)
-    raise TypeError(f"not an IR expression: {expr!r}")
-
-
-def _parenthesize(expr: Expr, kinds) -> str:
-    text = to_ebnf(expr)
-    if isinstance(expr, kinds) and len(getattr(expr, "items", ())) > 1:
-        return f"({text})"
-    return text
-
-
-def _repeat_suffix(lo: int, hi: int | None) -> str:
-    if (lo, hi) == (0, None):
-        return "*"
-    if (lo, hi) == (1, None):
-        return "+"
-    if (lo, hi) == (0, 1):
-        return "?"
-    if hi is None:
-        return f"{{{lo},}}"
-    if lo == hi:
-        return f"{{{lo}}}"
-    return f"{{{lo},{hi}}}"
-
-
-def _quote(text: str) -> str:
-    return '"' + "".join(_escape_char(ch, '"') for ch in text) + '"'
-
-
-def _escape_char(ch: str, special: str) -> str:
-    named = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\"}
-    if ch in named:
-        return named[ch]
-    if ch in special:
-        return "\\" + ch
-    if ord(ch) < 0x20 or ord(ch) == 0x7F:
-        return f"\\x{ord(ch):02x}"
-    return ch
-
-
-def _class_to_ebnf(cls: CharClass) -> str:
-    if cls == CharClass.any_char():
-        return "[^]"
-    parts = []
-    for lo, hi in cls.ranges:
-        a = _escape_char(chr(lo), "]-^")
-        parts.append(a if lo == hi else f"{a}-{_escape_char(chr(hi), ']-^')}")
-    return "[" + "".join(parts) + "]"
-
-
-# ------------------------------------------------------------- range algebra
-
-def _normalize_ranges(ranges) -> tuple[tuple[int, int], ...]:
-    out: list[list[int]] = []
-    for lo, hi in sorted((int(a), int(b)) for a, b in ranges if a <= b):
-        if out and lo <= out[-1][1] + 1:
-            out[-1][1] = max(out[-1][1], hi)
-        else:
-            out.append([lo, hi])
-    return tuple((lo, hi) for lo, hi in out)
-
-
-def _complement(ranges) -> tuple[tuple[int, int], ...]:
-    out, nxt = [], 0
-    for lo, hi in ranges:
-        if lo > nxt:
-            out.append((nxt, lo - 1))
-        nxt = hi + 1
-    if nxt <= MAX_CODEPOINT:
-        out.append((nxt, MAX_CODEPOINT))
-    return tuple(out)
-
-
-def _remove_surrogates(ranges) -> tuple[tuple[int, int], ...]:
-    s_lo, s_hi = SURROGATES
-    out = []
-    for lo, hi in ranges:
-        if hi < s_lo or lo > s_hi:
-            out.append((lo, hi))
-            continue
-        if lo < s_lo:
-            out.append((lo, s_lo - 1))
-        if hi > s_hi:
-            out.append((s_hi + 1, hi))
-    return tuple(out)
+from .ir_print import to_ebnf  # noqa: E402 - printing needs the node classes above

@@ -32,8 +32,9 @@ class Facts(NamedTuple):  # a tuple, not a frozen dataclass: built ~1000 times p
 
     def first_bytes(self) -> np.ndarray:
         """bool [256]"""
-        bits = self.first
-        return np.array([(bits >> b) & 1 for b in range(256)], dtype=bool)
+        # one numpy unpack of the 256-bit mask (a Python loop over 256 bits was ~15 us per lexeme)
+        return np.unpackbits(np.frombuffer(self.first.to_bytes(32, "little"), dtype=np.uint8),
+                             bitorder="little").astype(bool)
 
 
 _EPSILON = Facts(False, True, False, 0, 1)

@@ -21,7 +21,7 @@ import functools
 from typing import Callable
 
 from deepinfer.constraints import ir
-from deepinfer.constraints.ir import CharClass, Expr, alt, literal, repeat, seq
+from deepinfer.constraints.ir import SURROGATES, CharClass, Expr, alt, literal, repeat, seq
 
 from .json_text import ANY_CHAR, encode_expr
 
@@ -51,11 +51,17 @@ class _TrieComplement:
     trie followed by anything (one shared tail, so automata stay linear in the trie).
 
     Leaving node n means reading a character outside its children. That set is split in
-    two: characters no word uses at all (one big class, shared by every node: P·S below)
-    and the few used characters that are not n's children (a small class per node). Why:
-    a complemented class per node encoded (UTF-8 ranges plus JSON escapes) to ~50 NFA
+    two: the few used characters that are not n's children (a small class per node), and
+    characters no word uses at all (one big class U, shared by every node). Why: a
+    complemented class per node encoded (UTF-8 ranges plus JSON escapes) to ~50 NFA
     states, so key tries of undeclared property names made lexemes of thousands of states
     whose determinization dominated compiles; the language is the same.
+
+    The U exits are written `A* U` (A: the used characters), not "every trie path, then
+    U": a string of used characters that is not a trie path already left the trie through
+    a used character (the per-node exits), and any string with a character of U is no
+    word, so the union is unchanged. Why: that drops one of three expressions built per
+    trie node (a third of this module's time) and ~25% of the NFA; the minimal DFA is the same.
 
     `enc` maps each leaf piece (a one-character literal, a class, the any-string tail)
     into the output alphabet: the identity, or JSON encoding (encode_expr commutes with
@@ -71,14 +77,16 @@ class _TrieComplement:
                 node = node.setdefault(ch, {})
                 used.add(ch)
             node[""] = True
-        self.used = used
+        # used code points, sorted, surrogates dropped (as CharClass.of would)
+        self.used_cps = sorted(cp for cp in map(ord, used) if not SURROGATES[0] <= cp <= SURROGATES[1])
         self.others: dict[frozenset, Expr | None] = {}  # children -> used chars not among them
         self.chars: dict[str, Expr] = {}
         unused = CharClass.of([(ord(c), ord(c)) for c in used], negated=True)
-        leave = self._leaves(trie)
+        ends, leave = self._walk(trie)
         if not unused.is_empty():
-            leave = alt(seq(self._prefixes(trie), enc(unused)), leave)
-        self.expr = alt(self._ends_inside(trie), seq(leave, enc(repeat(ANY_CHAR))))
+            used_class = CharClass(_ranges(self.used_cps, ()))
+            leave = alt(seq(enc(repeat(used_class)), enc(unused)), leave)
+        self.expr = alt(ends, seq(leave, enc(repeat(ANY_CHAR))))
 
     def _char(self, ch: str) -> Expr:
         hit = self.chars.get(ch)
@@ -86,23 +94,40 @@ class _TrieComplement:
             hit = self.chars[ch] = self.enc(literal(ch))
         return hit
 
-    def _ends_inside(self, node: dict) -> Expr:
-        parts = [] if "" in node else [ir.EMPTY]
-        parts += [seq(self._char(ch), self._ends_inside(sub)) for ch, sub in node.items() if ch]
-        return alt(*parts) if parts else ir.NOTHING
-
-    def _prefixes(self, node: dict) -> Expr:
-        """Every path from this node (the empty one included)."""
-        return alt(ir.EMPTY, *(seq(self._char(ch), self._prefixes(sub)) for ch, sub in node.items() if ch))
-
-    def _leaves(self, node: dict) -> Expr:
-        """Paths that leave the trie through a used character that is not a child here."""
+    def _walk(self, node: dict) -> tuple[Expr, Expr]:
+        """Two languages from this node, in one walk (one recursion, not two):
+        - ends: strings that stop inside the trie but not at a word end;
+        - leaves: paths that leave the trie through a used character not a child here."""
         children = [ch for ch in node if ch]
         key = frozenset(children)
-        if key not in self.others:  # chains of one-child nodes share a handful of classes
-            cls = CharClass.of([(ord(c), ord(c)) for c in self.used if c not in key])
-            self.others[key] = None if cls.is_empty() else self.enc(cls)
-        others = self.others[key]
-        parts = [] if others is None else [others]
-        parts += [seq(self._char(ch), self._leaves(node[ch])) for ch in children]
-        return alt(*parts) if parts else ir.NOTHING
+        others = self.others.get(key, False)
+        if others is False:  # chains of one-child nodes share a handful of classes
+            ranges = _ranges(self.used_cps, {ord(ch) for ch in children})
+            others = self.others[key] = self.enc(CharClass(ranges)) if ranges else None
+        ends = [] if "" in node else [ir.EMPTY]
+        leaves = [] if others is None else [others]
+        for ch in children:
+            c = self._char(ch)
+            e, l = self._walk(node[ch])
+            ends.append(seq(c, e))
+            leaves.append(seq(c, l))
+        return alt(*ends) if ends else ir.NOTHING, alt(*leaves) if leaves else ir.NOTHING
+
+
+def _ranges(cps: list[int], skip) -> tuple[tuple[int, int], ...]:
+    """Sorted code points minus `skip` as merged ranges: the ranges CharClass.of would make,
+    without sorting and merging per trie node."""
+    ranges: list[tuple[int, int]] = []
+    lo = hi = -2
+    for cp in cps:
+        if cp in skip:
+            continue
+        if cp == hi + 1:
+            hi = cp
+            continue
+        if hi >= 0:
+            ranges.append((lo, hi))
+        lo = hi = cp
+    if hi >= 0:
+        ranges.append((lo, hi))
+    return tuple(ranges)

@@ -9,6 +9,7 @@ constraint on the JSON text), and the text of fixed JSON values (`const`,
 
 from __future__ import annotations
 
+import bisect
 import functools
 import json
 import re
@@ -27,6 +28,9 @@ DIGIT = CharClass.of([(ord("0"), ord("9"))])
 NONZERO = CharClass.of([(ord("1"), ord("9"))])
 # characters that appear unescaped inside a JSON string
 PLAIN = CharClass.of([(0x20, 0x21), (0x23, 0x5B), (0x5D, ir.MAX_CODEPOINT)])
+_PLAIN_STARTS = [lo for lo, _ in PLAIN.ranges]
+_PLAIN_ENDS = [hi for _, hi in PLAIN.ranges]
+_SLASH = ord("/")
 
 
 class Whitespace:
@@ -70,6 +74,8 @@ def encode_codepoints(cls: CharClass) -> Expr:
     `\\uXXXX` spellings), and `/` may also be written `\\/`. Each encoding
     decodes to exactly one character of `cls`, so the substitution is exact.
     """
+    if _plain_only(cls.ranges):  # the usual case (letters of property names): itself, one spelling
+        return cls
     plain = _intersect(cls.ranges, PLAIN.ranges)
     parts: list[Expr] = [CharClass(plain)] if plain else []
     controls = _intersect(cls.ranges, ((0, 0x1F),))
@@ -84,6 +90,16 @@ def encode_codepoints(cls: CharClass) -> Expr:
     if cls.contains(ord("/")):
         parts.append(literal("\\/"))
     return alt(*parts) if parts else ir.NOTHING
+
+
+def _plain_only(ranges) -> bool:
+    """Every character of `ranges` is PLAIN and not "/": its JSON encoding is itself, once.
+    Why: key tries encode a new class per trie node; the full path below costs ~20 us each."""
+    for lo, hi in ranges:
+        i = bisect.bisect_right(_PLAIN_STARTS, lo) - 1
+        if i < 0 or hi > _PLAIN_ENDS[i] or lo <= _SLASH <= hi:
+            return False
+    return True
 
 
 def _escapes(cp: int) -> Expr:
