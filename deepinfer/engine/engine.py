@@ -3,7 +3,7 @@
     step = schedule -> prepare -> forward -> mask -> sample -> advance -> postprocess
 
 The constraint system hooks in at two points only: the bitmask before sampling
-(`_mask`) and `Matcher.accept_token` after it (`output.append_token`).
+(`verify.sample_rows`) and `Matcher.accept_token` after it (`output.append_token`).
 Not thread safe: `AsyncEngine` drives it from one thread.
 """
 
@@ -23,7 +23,7 @@ from deepinfer.engine.output import append_token, request_delta
 from deepinfer.engine.scheduler import ScheduledSeq, Scheduler, SchedulerConfig
 from deepinfer.engine.sequence import Sequence
 from deepinfer.engine.speculative import SpeculativeConfig, Speculator
-from deepinfer.engine.verify import fill_masks, matched_prefix, rows_of, sample_rows
+from deepinfer.engine.verify import rows_of, sample_rows
 from deepinfer.errors import UserError
 from deepinfer.kvcache import BlockManager, KVPool, PagedKVCache, SeqSlice, probe_layer_shapes
 from deepinfer.sampling import derive_seed
@@ -142,17 +142,16 @@ class Engine:
         if speculator is not None:
             speculator.plan(self.scheduler.running, self.config.max_num_batched_tokens,
                             self.forced_text if self.config.jump_forward else None, self.max_model_len)
-        start = time.perf_counter()
+        start = time.process_time()  # CPU time: the cost model must not learn other processes' load
         batch = self.scheduler.schedule()
         if batch:
             input_ids, positions, cache, logits_indices = self._prepare(batch)
             logits = self._forward(input_ids, positions, cache, logits_indices)
             rows = rows_of([s.seq for s in batch if s.samples])
-            fill_masks(rows, logits)
             tokens, logprobs = sample_rows(rows, logits, self.eos_ids)
             self._advance(batch, tokens, logprobs)
             if speculator is not None and all(s.samples for s in batch):  # decode steps feed the cost model
-                speculator.cost.observe(len(input_ids), time.perf_counter() - start)
+                speculator.cost.observe(len(input_ids), time.process_time() - start)
         else:
             self._fail_unschedulable()
         return self._postprocess()

@@ -18,8 +18,9 @@ Per step (`Speculator.plan`), for each decoding sequence:
    sampled), learned online from verification results (`record`); survival a_j = prod c up to j.
 4. verification lengths maximize expected tokens per second Theta = tau / cost(B), tau = expected
    accepted tokens (one per sequence plus the sum of admitted a_j), B = tokens in the forward pass.
-   cost(B) = alpha + beta * B is a linear model fitted online (`StepCost`) to the wall time of
-   the engine's decode steps (no prefill chunk in them); until it has enough spread in B it
+   cost(B) = alpha + beta * B is a linear model fitted online (`StepCost`) to the CPU time of the
+   engine's decode steps (no prefill chunk in them; CPU rather than wall time, so that other
+   processes on a shared machine do not skew it); until it has enough spread in B it
    uses a prior of alpha/beta = `prior_overhead_rows`. Only the ratio alpha/beta matters: adding
    one row with survival a raises Theta iff a > tau / (B + alpha / beta). Candidates (r, j) are
    admitted greedily in descending a (a_j never increases with j, so prefixes stay prefixes) and

@@ -2,11 +2,12 @@
 
 A sequence that samples this step gets 1 + len(seq.draft) logits rows: row j samples the token at
 position `seq.num_tokens + j` as if draft[:j] had already been appended, with
-- the constraint mask of the matcher advanced through draft[:j] (then rolled back),
+- the constraint mask of the matcher advanced through draft[:j] (then rolled back; skipped where
+  it cannot change a greedy row's argmax),
 - penalties and min_tokens bans computed from output + draft[:j],
 - the seeded noise of (seed, position), exactly what the non-speculative path would draw there.
-`matched_prefix` then says how many draft tokens equal the samples; the engine appends the samples
-up to and including the first that differs (the bonus token). Every appended token is thus the
+The engine then appends the samples while the draft predicted them, up to and including the first
+that differs (the bonus token). Every appended token is thus the
 token the non-speculative path would sample at its position, given the same logits.
 Knows nothing about the model, the KV cache or how drafts are made.
 """
@@ -33,27 +34,8 @@ def rows_of(seqs: list[Sequence]) -> list[Row]:
     return [Row(seq, j) for seq in seqs for j in range(len(seq.draft) + 1)]
 
 
-def fill_masks(rows: list[Row], logits: torch.Tensor) -> None:
-    """Apply each row's constraint mask to logits[:len(rows)] in place. logits: [N, V]."""
-    masked = [i for i, row in enumerate(rows) if row.seq.matcher is not None]
-    if not masked:
-        return
-    bitmask = allocate_token_bitmask(len(rows), logits.shape[1])
-    for i, row in enumerate(rows):
-        matcher = row.seq.matcher
-        if matcher is None:
-            continue
-        if row.j:  # the draft was checked legal when it was planned; the matcher has not moved since
-            if not matcher.accept_token(row.seq.draft[row.j - 1]):
-                raise RuntimeError("internal error: a planned draft token is refused by the constraint")
-        matcher.fill_next_token_bitmask(bitmask, i)
-        if row.j == len(row.seq.draft):
-            matcher.rollback(row.j)
-    apply_token_bitmask_inplace(logits[:len(rows)], bitmask, indices=masked)
-
-
 def sample_rows(rows: list[Row], logits: torch.Tensor, eos_ids: frozenset[int]):
-    """Penalties, bans and sampling per row -> (token ids, logprobs)."""
+    """Penalties, constraint masks and sampling per row -> (token ids, logprobs). logits: [N, V]."""
     sampling = []
     for row in rows:
         seq = row.seq
@@ -61,9 +43,38 @@ def sample_rows(rows: list[Row], logits: torch.Tensor, eos_ids: frozenset[int]):
         sampling.append(SamplingRow(seq.params, seq.seed, seq.num_tokens + row.j, seq.request.prompt_token_ids,
                                     output, _banned(seq, len(output), eos_ids)))
     logits = logits[:len(rows)]
+    # Penalties map a masked -inf to -inf and never look at other tokens, so applying them before
+    # the mask gives the same logits as after it.
     apply_penalties(logits, sampling)
+    _apply_masks(rows, logits)
     result = sample(logits, sampling)
     return result.token_ids, result.logprobs
+
+
+def _apply_masks(rows: list[Row], logits: torch.Tensor) -> None:
+    """Each row's constraint mask, in place. A greedy row without logprobs whose argmax the matcher
+    accepts needs no mask: masking only removes tokens, so that argmax stays the argmax."""
+    bitmask, masked = None, []
+    for i, row in enumerate(rows):
+        matcher = row.seq.matcher
+        if matcher is None:
+            continue
+        if row.j:  # the draft was checked legal when it was planned; the matcher has not moved since
+            if not matcher.accept_token(row.seq.draft[row.j - 1]):
+                raise RuntimeError("internal error: a planned draft token is refused by the constraint")
+        params = row.seq.params
+        shortcut = params.greedy and params.logprobs is None and matcher.accept_token(int(torch.argmax(logits[i])))
+        if shortcut:
+            matcher.rollback(1)
+        else:
+            if bitmask is None:
+                bitmask = allocate_token_bitmask(len(rows), logits.shape[1])
+            matcher.fill_next_token_bitmask(bitmask, i)
+            masked.append(i)
+        if row.j == len(row.seq.draft):
+            matcher.rollback(row.j)
+    if masked:
+        apply_token_bitmask_inplace(logits, bitmask, indices=masked)
 
 
 def _banned(seq: Sequence, num_output: int, eos_ids: frozenset[int]) -> list[int] | None:
@@ -71,11 +82,3 @@ def _banned(seq: Sequence, num_output: int, eos_ids: frozenset[int]) -> list[int
     if num_output >= seq.params.min_tokens or seq.matcher is not None:
         return None
     return sorted(eos_ids | set(seq.params.stop_token_ids))
-
-
-def matched_prefix(draft: list[int], tokens: list[int]) -> int:
-    """How many leading draft tokens equal the tokens sampled before them."""
-    count = 0
-    while count < len(draft) and tokens[count] == draft[count]:
-        count += 1
-    return count
