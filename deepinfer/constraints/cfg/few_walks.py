@@ -25,16 +25,17 @@ def finish_few(tokens: list, flat: np.ndarray, accepting: np.ndarray, follow: np
     """Walk the tokens at sorted positions idx (bytes `tokens[p]`), all at offset j in
     states cur, through the flat DFA table; append to inside / hit_idx / hit_off."""
     done, hits, offs = [], [], []
+    step, accepts, follows = flat.item, accepting.item, follow.item  # plain ints/bools: no numpy scalars
     for p, q in zip(idx.tolist(), cur.tolist()):
         data = tokens[p]
         end = len(data)
         for k in range(j, end):
-            q = int(flat[q * 256 + data[k]])
+            q = step(q * 256 + data[k])
             if q < 0:
                 break
             if k + 1 == end:
                 done.append(p)
-            elif accepting[q] and follow[data[k + 1]]:
+            elif accepts(q) and follows(data[k + 1]):
                 hits.append(p)
                 offs.append(k + 1)
     if done:
