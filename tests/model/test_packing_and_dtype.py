@@ -80,3 +80,20 @@ def test_bfloat16_router_stays_float32(reference_model):
     model = load_model(directory, dtype=torch.bfloat16)
     router = model.layers[1].mlp.router
     assert router.weight.dtype == torch.float32 and router.bias.dtype == torch.float32
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_projection_weights_keep_values_in_the_faster_gemm_layout(dtype, reference_model):
+    """float32 projections are the transposed view of a contiguous [in, out] matrix (layers.gemm_layout:
+    MKL multiplies x @ W^T faster that way); bfloat16 keeps the checkpoint's row-major layout. The
+    values are the checkpoint's either way (the reference tests check the logits)."""
+    from safetensors.torch import load_file
+
+    _, directory = reference_model("smollm2-tied")
+    model = load_model(directory, dtype=dtype)
+    state = load_file(str(directory / "model.safetensors"))
+    down = model.layers[0].mlp.down.weight
+    assert down.shape == state["model.layers.0.mlp.down_proj.weight"].shape
+    assert torch.equal(down.float(), state["model.layers.0.mlp.down_proj.weight"].to(dtype).float())
+    assert down.t().is_contiguous() == (dtype == torch.float32)
+    assert down.is_contiguous() == (dtype != torch.float32)
