@@ -30,7 +30,7 @@ def outputs(outs):
 
 def both(make_llm, prompts, params, family="llama", **options):
     """(plain outputs, speculative outputs, speculative engine stats)."""
-    plain = make_llm(family, **options).generate(prompts, params)
+    plain = make_llm(family, speculative=False, **options).generate(prompts, params)
     llm = make_llm(family, speculative=True, **options)
     spec = llm.generate(prompts, params)
     return outputs(plain), outputs(spec), llm.engine.stats()
@@ -39,7 +39,7 @@ def both(make_llm, prompts, params, family="llama", **options):
 @pytest.mark.parametrize("family", ["llama", "qwen3", "deepseek"])
 def test_greedy_outputs_identical_with_fewer_steps(make_llm, family):
     params = SamplingParams(temperature=0, max_tokens=48, ignore_eos=True)
-    plain_llm = make_llm(family)
+    plain_llm = make_llm(family, speculative=False)
     plain = outputs(plain_llm.generate(PROMPTS, params))
     llm = make_llm(family, speculative=True)
     assert outputs(llm.generate(PROMPTS, params)) == plain
@@ -69,7 +69,7 @@ def test_constrained_outputs_identical_and_accepted(make_llm):
                   SamplingParams(regex=pattern, temperature=0.9, seed=5, max_tokens=40)]
         llm = make_llm(speculative=True, jump_forward=jump)
         spec = llm.generate(prompts, params)
-        plain = make_llm(jump_forward=jump).generate(prompts, params)
+        plain = make_llm(jump_forward=jump, speculative=False).generate(prompts, params)
         assert outputs(spec) == outputs(plain)
         compiled = llm.engine.compiler.compile_json_schema(SCHEMA)
         for out in spec[:2]:
@@ -93,14 +93,14 @@ def test_adversarial_drafts_never_leak(make_llm, monkeypatch):
               SamplingParams(json_schema=SCHEMA, temperature=0.7, seed=2, max_tokens=60)]
     prompts = PROMPTS[:3]
     spec = llm.generate(prompts, params)
-    assert outputs(spec) == outputs(make_llm().generate(prompts, params))
+    assert outputs(spec) == outputs(make_llm(speculative=False).generate(prompts, params))
     stats = llm.engine.stats()
     assert stats["verified_tokens"] > 100 and stats["accepted_tokens"] < stats["verified_tokens"] / 4
 
 
 def test_stops_and_max_tokens_inside_a_draft(make_llm):
     """Loops make long accepted drafts: limits must cut exactly where the plain path cuts."""
-    base = outputs(make_llm().generate(PROMPTS[:2], SamplingParams(temperature=0, max_tokens=40, ignore_eos=True)))
+    base = outputs(make_llm(speculative=False).generate(PROMPTS[:2], SamplingParams(temperature=0, max_tokens=40, ignore_eos=True)))
     text = base[0][0][0]
     params = [SamplingParams(temperature=0, max_tokens=m, ignore_eos=True) for m in (1, 2, 3, 7, 13, 29)]
     params += [SamplingParams(temperature=0, max_tokens=40, ignore_eos=True, stop=[text[k:k + 3]])
@@ -124,13 +124,13 @@ def test_prefix_cache_stays_consistent_after_speculation(make_llm):
     hits = llm.engine.blocks.stats.hit_tokens
     again = llm.generate(follow, params)
     assert llm.engine.blocks.stats.hit_tokens - hits >= 3 * 40  # the output blocks came from the cache
-    fresh = make_llm(enable_prefix_caching=False, block_size=4).generate(follow, params)
+    fresh = make_llm(enable_prefix_caching=False, block_size=4, speculative=False).generate(follow, params)
     assert outputs(again) == outputs(fresh)
 
 
 def test_batch_invariant_needle_alone_or_in_a_batch(make_llm):
     needle = SamplingParams(temperature=0.9, seed=77, max_tokens=30, ignore_eos=True, logprobs=1)
-    alone = outputs(make_llm().generate([PROMPTS[1]], needle))[0]
+    alone = outputs(make_llm(speculative=False).generate([PROMPTS[1]], needle))[0]
     rng = random.Random(5)
     for others in (3, 9):
         prompts = [" ".join(rng.choice(["abc", "fox", "1", "2"]) for _ in range(rng.randint(1, 12)))
