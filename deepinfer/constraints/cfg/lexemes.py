@@ -24,6 +24,7 @@ from ..ir_facts import FactsCache
 from ..nfa import build_nfa
 from . import lexeme_cache
 from .lexeme import EAGER_NFA_STATES, Lexeme, analyze
+from .parts import split_parts
 
 START = 0  # the augmented start nonterminal S' -> start
 
@@ -273,6 +274,15 @@ class _Splitter:
             rules = {name: body for name, body in refs if body is not None}
             return Lexeme(expr, None, self.limits, facts.first_bytes(), facts.nullable,
                           rules=rules, size_hint=facts.states), facts.nullable
+        if facts is not None and facts.nonempty and not facts.nullable and split_parts(expr):
+            # a big key trie behind `,` ws `"`: its DFA is composed from shared parts
+            # (parts.py, whose rest build checks the limits), so its whole NFA is not built
+            lexeme = Lexeme(expr, None, self.limits, facts.first_bytes(), False, rules={},
+                            size_hint=facts.states)
+            lexeme.build()
+            if lexeme.error:
+                raise ConstraintError(lexeme.error)
+            return lexeme, False
         rules = dict(self.regular_rules)
         rules["__lexeme__"] = expr
         nfa = build_nfa(ir.Grammar(rules, "__lexeme__"), self.limits.max_nfa_states)
