@@ -39,6 +39,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-invariant", action="store_true",
                         help="a request's tokens do not depend on the other requests in its batch "
                              "(seeded sampling reproducible under any traffic; about 1.4-3x slower)")
+    parser.add_argument("--no-speculative", action="store_true",
+                        help="turn off speculative decoding with n-gram drafts (on by default; outputs are "
+                             "the same either way, only speed differs)")
+    parser.add_argument("--no-jump-forward", action="store_true",
+                        help="sample text the constraint forces instead of appending it (on by default)")
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
 
 
@@ -48,6 +53,10 @@ def run(args: argparse.Namespace) -> int:
     engine_kwargs = {"dtype": args.dtype} if args.dtype else {}
     if args.batch_invariant:
         engine_kwargs["batch_invariant"] = True
+    if args.no_speculative:
+        engine_kwargs["speculative"] = False
+    if args.no_jump_forward:
+        engine_kwargs["jump_forward"] = False
     serve(args.model, host=args.host, port=args.port, api_key=args.api_key,
           model_name=args.served_model_name, reasoning_aware=args.reasoning_aware,
           default_max_tokens=args.max_tokens_default, engine_kwargs=engine_kwargs, log_level=args.log_level,

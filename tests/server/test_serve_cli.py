@@ -20,7 +20,7 @@ def test_serve_subcommand(tiny_model_dir):
     proc = subprocess.Popen([sys.executable, "-m", "deepinfer", "serve", "--model", str(tiny_model_dir),
                              "--port", str(port), "--api-key", "sk-cli", "--served-model-name", "tiny-cli",
                              "--json-whitespace", "compact", "--reasoning-end", "</think>", "--compile-timeout", "30",
-                             "--batch-invariant",
+                             "--batch-invariant", "--no-speculative", "--no-jump-forward",
                              "--log-level", "warning"],
                             cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
