@@ -1,0 +1,51 @@
+"""heads.py builds a head `first` literal `rest` from the shared heads of its parts
+(cfg/heads._composed); the composed table must accept exactly the head's language:
+minimized, it equals the head's own minimal DFA. Also: non-deterministic splits and
+heads without a literal after their first item are not composed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from deepinfer.constraints import ir
+from deepinfer.constraints.cfg import heads
+from deepinfer.constraints.dfa import Limits, canonical_order, determinize, minimize
+from deepinfer.constraints.nfa import build_nfa
+
+WS = ir.seq(ir.Repeat(ir.alt(ir.Literal("\n"), ir.Literal("\r\n")), 0, 1),
+            ir.Repeat(ir.CharClass(((9, 9), (32, 32))), 0, 20))
+KEYS = ir.alt(ir.Literal("id"), ir.Literal("idx"), ir.Literal("name"))
+STRING_BODY = ir.Repeat(ir.CharClass(((32, 33), (35, 91), (93, 0x10FFFF))), 0, None)
+
+
+def _minimal(trans, accepting):
+    t, a, s = minimize(np.asarray(trans), np.asarray(accepting))
+    return canonical_order(t, a, s)
+
+
+@pytest.mark.parametrize("expr", [
+    ir.Seq((ir.Literal(","), *WS.items, ir.Literal('"'), KEYS)),
+    ir.Seq((ir.Literal(","), *WS.items, ir.Literal('"name":'), *WS.items)),
+    ir.Seq((ir.Literal(","), *WS.items, ir.Literal('"'), STRING_BODY)),
+])
+def test_composed_head_has_the_heads_language(expr):
+    got = heads._composed(expr)
+    assert got is not None and got.digest.startswith("head:composed:")
+    want = determinize(build_nfa(expr, max_states=heads.MAX_HEAD_NFA),
+                       Limits(max_nfa_states=heads.MAX_HEAD_NFA, max_dfa_states=heads.MAX_HEAD_NFA))
+    t, a = _minimal(got.trans, got.accepting)
+    assert np.array_equal(t, want.trans) and np.array_equal(a, want.accepting)
+    assert got.via == b',"' or got.via.startswith(b',"')  # a shortest match: no whitespace
+
+
+def test_not_composed_when_the_first_part_can_read_the_literal():
+    # `,` [ "]* `"` x: an accepting state of `,` [ "]* reads `"`: the split is ambiguous
+    expr = ir.Seq((ir.Literal(","), ir.Repeat(ir.CharClass(((32, 32), (34, 34))), 0, None),
+                   ir.Literal('"'), ir.Literal("x")))
+    assert heads._composed(expr) is None
+    assert heads._build(expr) is not None  # determinized as a whole instead
+
+
+def test_not_composed_without_a_literal_after_the_first_item():
+    assert heads._composed(ir.Seq((ir.Literal("{"), *WS.items))) is None
