@@ -145,6 +145,25 @@ def test_state_limit_and_time_budget_end_in_errors():
         no_time.compile_regex(r"(a|b)*a(a|b){8}")
 
 
+def test_time_budget_counts_cpu_not_wall_time(monkeypatch):
+    """Time the compiling thread spends off the CPU (a loaded machine) does not count: a 0.05 s
+    budget survives a 0.2 s stall inside the subset construction."""
+    import time
+
+    from deepinfer.constraints import dfa
+
+    real, stalled = dfa._successors, []
+
+    def stall_once(*args):
+        if not stalled:
+            stalled.append(time.sleep(0.2))
+        return real(*args)
+
+    monkeypatch.setattr(dfa, "_successors", stall_once)
+    budget = GrammarCompiler(BYTE_VOCAB, limits=Limits(time_budget_s=0.05))
+    assert budget.compile_regex(r"(a|b)*a(a|b){7}").stats["dfa_states"] > 64  # passes a budget check
+    assert stalled
+
 def test_minimized_dfa_sizes():
     assert COMPILER.compile_regex(r"(a|b)*abb").stats["dfa_states"] == 4
     assert COMPILER.compile_regex(r"(?:aa|aa)*").stats["dfa_states"] == 2

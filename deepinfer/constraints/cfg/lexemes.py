@@ -12,13 +12,12 @@ Symbols: nonterminals are ints >= 0, lexeme i is the int -(i + 1).
 
 from __future__ import annotations
 
-import time
 
 from dataclasses import dataclass
 
 
 from .. import ir
-from ..dfa import Limits
+from ..dfa import Limits, budget_clock
 from ..errors import ConstraintError
 from ..ir_facts import FactsCache
 from ..nfa import build_nfa
@@ -124,7 +123,7 @@ class _Splitter:
         self.lexeme_ids: dict[ir.Expr, int] = {}
         self.rule_ids: dict[str, int] = {}
         self.helper_ids: dict[tuple, int] = {}
-        self.deadline = time.monotonic() + limits.time_budget_s
+        self.deadline = budget_clock() + limits.time_budget_s
 
     def run(self) -> Bnf:
         start = self.grammar.start
@@ -239,7 +238,7 @@ class _Splitter:
         """(lexeme index of expr minus ε or None if that is empty, expr nullable?)."""
         if expr in self.lexeme_ids:
             return self.lexeme_ids[expr]
-        if time.monotonic() > self.deadline:  # fail closed in bounded time, never hang a caller
+        if budget_clock() > self.deadline:  # fail closed in bounded time, never hang a caller
             raise ConstraintError(f"grammar too complex: splitting it into lexical pieces took more than "
                                   f"{self.limits.time_budget_s:g} s ({len(self.lexemes)} pieces so far)")
         key = lexeme_cache.lexeme_key(expr, self.regular_rules, self.limits, self.grammar.referenced_rules)

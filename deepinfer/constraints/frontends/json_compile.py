@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 import time
 
+from deepinfer.constraints.dfa import budget_clock
 from deepinfer.constraints.errors import ConstraintError
 
 from . import json_arrays
@@ -50,16 +51,16 @@ def _compile(compiler, schema, options, CompiledConstraint, is_recursive, build_
     from .json_schema import LOWER_TIME_BUDGET_S, load_schema, lower_json_schema, unsplit
 
     _warm_jsonschema()
-    t0 = time.perf_counter()
-    options = {"unique_matcher": True, "deadline": time.monotonic() + LOWER_TIME_BUDGET_S, **options}
+    t0, cpu0 = time.perf_counter(), budget_clock()
+    options = {"unique_matcher": True, "deadline": cpu0 + LOWER_TIME_BUDGET_S, **options}
     # lowered once, split: the context-free back end takes it as it is, the DFA path without
     # its dead alternatives (most schemas are recursive through additionalProperties' values)
     split = lower_json_schema(schema, split=True, **options)
     grammar = unsplit(split)
-    t1 = time.perf_counter()
-    if t1 - t0 > FIRST_LOWERING_MAX_S:
+    t1, lowering_cpu = time.perf_counter(), budget_clock() - cpu0
+    if lowering_cpu > FIRST_LOWERING_MAX_S:
         # back ends take several times as long as lowering on such grammars: fail now, not time out
-        raise ConstraintError(f"JSON Schema too complex: lowering alone took {t1 - t0:.1f} s")
+        raise ConstraintError(f"JSON Schema too complex: lowering alone took {lowering_cpu:.1f} s of CPU")
     regular = not is_recursive(grammar)
     states = _nfa_states(grammar, build_nfa) if regular else None
     automaton = None

@@ -16,10 +16,10 @@ from __future__ import annotations
 import json
 import re
 import sys
-import time
 from typing import Any
 
 from deepinfer.constraints import ir
+from deepinfer.constraints.dfa import budget_clock
 from deepinfer.constraints.errors import ConstraintError
 from deepinfer.constraints.ir import Expr, alt, literal
 
@@ -58,7 +58,7 @@ def lower_json_schema(schema, *, whitespace: str = "default", strict: bool | lis
     in its own non-regular rule (same language), for the context-free back end.
     unique_matcher: `uniqueItems` over unbounded item sets is left to the matcher
     (the caller wraps the automaton, see `compile_json_schema`); the grammar then says so
-    in its annotations. deadline: `time.monotonic()` value past which lowering fails
+    in its annotations. deadline: `dfa.budget_clock()` (thread CPU time) value past which lowering fails
     (default: LOWER_TIME_BUDGET_S from now).
     """
     lowerer = Lowerer(load_schema(schema), Whitespace(whitespace), strict, any_depth)
@@ -121,7 +121,7 @@ class Lowerer:
         self._counter = 0
         self.split = False
         self.unique_matcher = False
-        self.deadline = time.monotonic() + LOWER_TIME_BUDGET_S
+        self.deadline = budget_clock() + LOWER_TIME_BUDGET_S
 
     # ----------------------------------------------------------------- entry
     def grammar(self) -> ir.Grammar:
@@ -133,7 +133,7 @@ class Lowerer:
 
     def check_time(self, ptr: str) -> None:
         """Fail closed long before a caller's timeout (called wherever lowering loops)."""
-        if time.monotonic() > self.deadline:
+        if budget_clock() > self.deadline:
             raise ConstraintError(f"JSON Schema too complex: lowering took over {LOWER_TIME_BUDGET_S:g} s "
                                   f"(at {ptr or '/'})")
 
@@ -306,13 +306,13 @@ class Lowerer:
     def _validator(self):
         v = self._validators.get("root")
         if v is None:
-            started = time.monotonic()  # a first import of jsonschema's format checkers takes seconds:
+            started = budget_clock()  # a first import of jsonschema's format checkers takes seconds:
             import jsonschema           # not lowering work, so not counted against the budget
 
             root = self.refs.root.schema
             cls = jsonschema.validators.validator_for(root, default=jsonschema.Draft202012Validator)
             v = self._validators["root"] = cls(root, format_checker=cls.FORMAT_CHECKER)
-            self.deadline += time.monotonic() - started
+            self.deadline += budget_clock() - started
         return v
 
 
