@@ -151,7 +151,7 @@ class Engine:
             rows = rows_of([s.seq for s in batch if s.samples])
             tokens, logprobs = sample_rows(rows, logits, self.eos_ids)
             self._advance(batch, tokens, logprobs)
-            if speculator is not None and all(s.samples for s in batch):  # decode steps feed the cost model
+            if speculator is not None and speculator.config.fit_step_cost and all(s.samples for s in batch):
                 speculator.cost.observe(len(input_ids), time.process_time() - start)
         else:
             self._fail_unschedulable()

@@ -18,13 +18,15 @@ Per step (`Speculator.plan`), for each decoding sequence:
    sampled), learned online from verification results (`record`); survival a_j = prod c up to j.
 4. verification lengths maximize expected tokens per second Theta = tau / cost(B), tau = expected
    accepted tokens (one per sequence plus the sum of admitted a_j), B = tokens in the forward pass.
-   cost(B) = alpha + beta * B is a linear model fitted online (`StepCost`) to the CPU time of the
+   cost(B) = alpha + beta * B with alpha/beta = `prior_overhead_rows` (200) by default, so that a
+   plan depends on the requests only, never on timing (reproducible runs outside batch-invariant
+   mode too). `fit_step_cost=True` instead fits the model online (`StepCost`) to the CPU time of the
    engine's decode steps (no prefill chunk in them; CPU rather than wall time, so that other
-   processes on a shared machine do not skew it); until it has enough spread in B it
-   uses a prior of alpha/beta = `prior_overhead_rows` (200: on the extraction benchmark at 1
-   thread the fit settles near 43 rows, yet a generous start took 52-54 steps instead of 57 and
-   ~4% less CPU over 5 runs: early drafts shorten the slowest sequence, which sets the step count). Only the ratio alpha/beta matters: adding
-   one row with survival a raises Theta iff a > tau / (B + alpha / beta). Candidates (r, j) are
+   processes do not skew it), starting from that prior: on the extraction benchmark at 1 thread
+   the fit settles near 43 rows, yet a generous prior took 52-54 steps instead of 57 and ~4% less
+   CPU over 5 runs (early drafts shorten the slowest sequence, which sets the step count).
+   Only the ratio alpha/beta matters: adding one row with survival a raises Theta iff
+   a > tau / (B + alpha / beta). Candidates (r, j) are
    admitted greedily in descending a (a_j never increases with j, so prefixes stay prefixes) and
    the search stops at the first one that does not raise Theta (DSpark's Algorithm 1; with
    sampled-verify the early stop is not needed for exactness, and Theta is unimodal here anyway).
@@ -49,6 +51,10 @@ class SpeculativeConfig:
     prior_overhead_rows: float = 200.0  # alpha / beta before the cost model has data (see module doc)
     max_pending: int = 16               # sequences with more uncomputed tokens are still in prefill
     max_forced: int = 16                # forced tokens a draft may carry beyond max_draft
+    # Fit alpha / beta online to measured step times. Off by default: plans would then depend on
+    # timing, so outside batch-invariant mode the same requests could round differently from run to
+    # run; with it off every plan is a function of the requests alone.
+    fit_step_cost: bool = False
 
 
 class AcceptanceStats:

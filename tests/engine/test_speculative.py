@@ -143,3 +143,22 @@ def test_batch_invariant_needle_alone_or_in_a_batch(make_llm):
         llm = make_llm(speculative=True, max_num_batched_tokens=64)
         assert outputs(llm.generate(prompts, params))[at] == alone
         assert llm.engine.stats()["accepted_tokens"] > 0
+
+
+
+@pytest.mark.parametrize("fit", [False, True])
+def test_plans_do_not_depend_on_timing_unless_fitting(make_llm, fit):
+    """By default a speculative plan is a function of the requests, never of step times (the cost
+    model keeps its prior), so the same batch verifies the same drafts on any machine and rounds
+    the same outside invariant mode; fit_step_cost=True learns from the step times."""
+    params = SamplingParams(temperature=0, max_tokens=48, ignore_eos=True)
+    config = SpeculativeConfig(fit_step_cost=fit)
+    runs = []
+    for _ in range(2):
+        llm = make_llm("llama", speculative=True, speculative_config=config)
+        llm.generate(PROMPTS, params)
+        cost, stats = llm.engine.speculator.cost, llm.engine.stats()
+        runs.append((stats["steps"], stats["verified_tokens"]))
+    assert (cost.w > 0) is fit
+    if not fit:
+        assert cost.overhead_rows() == config.prior_overhead_rows and runs[0] == runs[1]
