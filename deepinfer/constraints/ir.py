@@ -128,6 +128,19 @@ class CharClass(Expr):
         return any(lo <= codepoint <= hi for lo, hi in self.ranges)
 
 
+def _init_items(node: Expr, tag: str, items: tuple[Expr, ...]) -> None:
+    """Seq's and Alt's constructor: items, cached hash and referenced rules."""
+    _set(node, "items", items)
+    if len(items) == 2:  # most nodes: children's cached hashes and rule sets read inline
+        a, b = items
+        _set(node, "_h", hash((tag, a._h, b._h)))
+        ra, rb = a._r, b._r
+        _set(node, "_r", ra if not rb or rb is ra else rb if not ra else ra | rb)
+    else:
+        _set(node, "_h", hash((tag, items)))
+        _set(node, "_r", _union_refs(items))
+
+
 @dataclass(frozen=True, slots=True, eq=False, init=False)
 class Seq(Expr):
     """Concatenation; `Seq(())` is the empty string."""
@@ -135,15 +148,7 @@ class Seq(Expr):
     items: tuple[Expr, ...]
 
     def __init__(self, items: tuple[Expr, ...]) -> None:
-        _set(self, "items", items)
-        if len(items) == 2:  # most nodes: children's cached hashes and rule sets read inline
-            a, b = items
-            _set(self, "_h", hash(("Seq", a._h, b._h)))
-            ra, rb = a._r, b._r
-            _set(self, "_r", ra if not rb or rb is ra else rb if not ra else ra | rb)
-        else:
-            _set(self, "_h", hash(("Seq", items)))
-            _set(self, "_r", _union_refs(items))
+        _init_items(self, "Seq", items)
 
     def _values(self) -> tuple:
         return (self.items,)
@@ -156,15 +161,7 @@ class Alt(Expr):
     items: tuple[Expr, ...]
 
     def __init__(self, items: tuple[Expr, ...]) -> None:
-        _set(self, "items", items)
-        if len(items) == 2:  # most nodes: children's cached hashes and rule sets read inline
-            a, b = items
-            _set(self, "_h", hash(("Alt", a._h, b._h)))
-            ra, rb = a._r, b._r
-            _set(self, "_r", ra if not rb or rb is ra else rb if not ra else ra | rb)
-        else:
-            _set(self, "_h", hash(("Alt", items)))
-            _set(self, "_r", _union_refs(items))
+        _init_items(self, "Alt", items)
 
     def _values(self) -> tuple:
         return (self.items,)

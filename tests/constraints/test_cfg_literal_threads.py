@@ -15,6 +15,8 @@ from deepinfer.constraints.cfg.automaton import AT_START, CfgAutomaton
 from deepinfer.constraints.cfg.literal_runs import expr_literal
 from deepinfer.constraints import ir
 
+from cfg_test_helpers import assert_same_masks_along, same_language
+
 # (schema, instance): objects with several properties (one key lexeme each), nested
 # objects and arrays (crossings from "{" / "," into key literals: non-root scopes)
 CASES = [
@@ -63,18 +65,7 @@ def test_literal_threads_equal_dfa_masks(deepseek_compiler, deepseek_vocab, deep
     slow._initial = slow._with_new_threads(slow.parser.initial_chart(), ())
     text = json.dumps(instance, indent=INDENTS[case % len(INDENTS)])  # whitespace inside heads
     ids = deepseek_tokenizer.encode(text, add_special_tokens=False).ids
-    a, b = fast.initial_state(), slow.initial_state()
-    row_a = np.zeros(deepseek_vocab.words, dtype=np.int32)
-    row_b = np.zeros(deepseek_vocab.words, dtype=np.int32)
-    for token in ids + [None]:
-        fast.fill_mask(a, row_a)
-        slow.fill_mask(b, row_b)
-        assert np.array_equal(row_a, row_b)
-        if token is None:
-            break
-        a, b = fast.next_state(a, token), slow.next_state(b, token)
-        assert a is not None and b is not None
-    assert fast.is_accepting(a) and slow.is_accepting(b)
+    assert_same_masks_along(fast, slow, ids, deepseek_vocab.words)
 
 
 def test_cases_have_literal_led_and_headed_lexemes(deepseek_compiler):
@@ -106,21 +97,6 @@ def test_expr_literal_reads_leading_text():
     assert expr_literal(ir.Seq((ir.Repeat(ir.Literal("ab"), 1, 2),))) == b""
 
 
-def _same_language(t1, a1, s1, t2, a2, s2) -> bool:
-    """Product walk of two trimmed DFAs: same acceptance and same live bytes everywhere."""
-    seen, todo = {(s1, s2)}, [(s1, s2)]
-    while todo:
-        p, q = todo.pop()
-        if a1[p] != a2[q] or not np.array_equal(t1[p] >= 0, t2[q] >= 0):
-            return False
-        for byte in np.flatnonzero(t1[p] >= 0).tolist():
-            pair = (int(t1[p, byte]), int(t2[q, byte]))
-            if pair not in seen:
-                seen.add(pair)
-                todo.append(pair)
-    return True
-
-
 WS = [ir.Repeat(ir.Alt((ir.Literal("\n"), ir.Literal("\r\n"))), 0, 1),
       ir.Repeat(ir.CharClass(((9, 9), (32, 32))), 0, 20)]
 
@@ -141,4 +117,4 @@ def test_composed_dfa_equals_determinized(items):
     lexeme = Lexeme(expr, None, Limits(), np.zeros(256, dtype=bool), False, {}, 10)
     assert install_composed(lexeme, literal, head)
     want = determinize(build_nfa(expr), Limits())
-    assert _same_language(lexeme.trans, lexeme.accepting, lexeme.start, want.trans, want.accepting, 0)
+    assert same_language(lexeme.trans, lexeme.accepting, want.trans, want.accepting, s1=lexeme.start)

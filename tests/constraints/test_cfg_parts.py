@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 
 from deepinfer.constraints import ir
+
+from cfg_test_helpers import assert_same_masks_along, same_language
 from deepinfer.constraints.cfg import heads, lexeme as lexeme_mod, parts
 from deepinfer.constraints.cfg.automaton import CfgAutomaton
 from deepinfer.constraints.cfg.lexeme import Lexeme
@@ -36,21 +37,6 @@ def _cfg(compiled) -> CfgAutomaton:
     return automaton
 
 
-def _same_language(t1, a1, t2, a2) -> bool:
-    """Product walk from both start states (0): same acceptance and live bytes everywhere."""
-    seen, todo = {(0, 0)}, [(0, 0)]
-    while todo:
-        p, q = todo.pop()
-        if a1[p] != a2[q] or not np.array_equal(t1[p] >= 0, t2[q] >= 0):
-            return False
-        for byte in np.flatnonzero(t1[p] >= 0).tolist():
-            pair = (int(t1[p, byte]), int(t2[q, byte]))
-            if pair not in seen:
-                seen.add(pair)
-                todo.append(pair)
-    return True
-
-
 @pytest.mark.parametrize("case", range(len(SCHEMAS)))
 def test_composed_lexemes_equal_determinized(deepseek_compiler, case):
     automaton = _cfg(deepseek_compiler.compile_json_schema(SCHEMAS[case][0]))
@@ -62,7 +48,7 @@ def test_composed_lexemes_equal_determinized(deepseek_compiler, case):
         composed += 1
         literal_heads += all(isinstance(i, ir.Literal) for i in parts.split_parts(lx.expr)[0].items)
         dfa = determinize(build_nfa(lx.expr, 200_000), Limits())
-        assert _same_language(got[0], got[1], dfa.trans, dfa.accepting), repr(lx.expr)[:200]
+        assert same_language(got[0], got[1], dfa.trans, dfa.accepting), repr(lx.expr)[:200]
     assert composed >= 2 and literal_heads >= 1  # key lexemes `"name":` ws: a chain DFA head
 
 
@@ -99,18 +85,7 @@ def test_composed_masks_equal_determinized_masks(deepseek_compiler, deepseek_voc
         lx.build()
     assert any(a is not b and a.digest.startswith("parts:") for a, b in zip(fast.lexemes, slow.lexemes))
     ids = deepseek_tokenizer.encode(json.dumps(instance), add_special_tokens=False).ids
-    a, b = fast.initial_state(), slow.initial_state()
-    row_a = np.zeros(deepseek_vocab.words, dtype=np.int32)
-    row_b = np.zeros(deepseek_vocab.words, dtype=np.int32)
-    for token in ids + [None]:
-        fast.fill_mask(a, row_a)
-        slow.fill_mask(b, row_b)
-        assert np.array_equal(row_a, row_b)
-        if token is None:
-            break
-        a, b = fast.next_state(a, token), slow.next_state(b, token)
-        assert a is not None and b is not None
-    assert fast.is_accepting(a) and slow.is_accepting(b)
+    assert_same_masks_along(fast, slow, ids, deepseek_vocab.words)
 
 
 def test_compose_refuses_a_nondeterministic_join():
@@ -122,7 +97,7 @@ def test_compose_refuses_a_nondeterministic_join():
     trans, accepting, _ = parts.compose(head.trans, head.accepting, rest.trans, rest.accepting)
     whole = determinize(build_nfa(ir.Seq((ir.Literal("a"), ir.Repeat(ir.Literal("b"), 0, None),
                                           ir.Literal("cb"))), 100), Limits())
-    assert _same_language(trans, accepting, whole.trans, whole.accepting)
+    assert same_language(trans, accepting, whole.trans, whole.accepting)
 
 
 def test_shared_caches_are_bounded(monkeypatch):
