@@ -63,8 +63,9 @@ def _entries(scans: ScanCache, run) -> tuple[set, set]:
 # prefixes leaving the trie for one "any other key" state (tails at offset 2)
 TRIE = r'"([^"abcdefgh]|a[^"b]|b[^"c]|c[^"d]|d[^"e]|e[^"f]|f[^"g]|g[^"h]|h[^"a])[^"]*"'
 FOLLOWS = (",} ]", ':"a')
-# forced literals (literal_runs.py): a property key lexeme, a keyword that may go on
-LITERALS = [r'"properties": ?', r'null|nullable', r'"\$schema":[ ]{0,2}']  # two follow sets on one cache: tails are shared across follows
+# forced literals (literal_runs.py): a property key lexeme, a keyword that may go on;
+# two follow sets on one cache: tails are shared across follows
+LITERALS = [r'"properties": ?', r'null|nullable', r'"\$schema":[ ]{0,2}']
 
 
 @pytest.mark.parametrize("pattern", PATTERNS + [TRIE] + LITERALS)

@@ -100,7 +100,8 @@ def test_adversarial_drafts_never_leak(make_llm, monkeypatch):
 
 def test_stops_and_max_tokens_inside_a_draft(make_llm):
     """Loops make long accepted drafts: limits must cut exactly where the plain path cuts."""
-    base = outputs(make_llm(speculative=False).generate(PROMPTS[:2], SamplingParams(temperature=0, max_tokens=40, ignore_eos=True)))
+    plain = make_llm(speculative=False)
+    base = outputs(plain.generate(PROMPTS[:2], SamplingParams(temperature=0, max_tokens=40, ignore_eos=True)))
     text = base[0][0][0]
     params = [SamplingParams(temperature=0, max_tokens=m, ignore_eos=True) for m in (1, 2, 3, 7, 13, 29)]
     params += [SamplingParams(temperature=0, max_tokens=40, ignore_eos=True, stop=[text[k:k + 3]])
