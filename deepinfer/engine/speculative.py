@@ -214,7 +214,3 @@ class Speculator:
 
     def release(self, seq: Sequence) -> None:
         self.proposer.release((seq.request.request_id, seq.index))
-
-    def clear(self) -> None:
-        """Forget shared outputs (benchmarks: each timed run starts from the same pool)."""
-        self.proposer.pool.clear()
