@@ -1,11 +1,11 @@
 """Cascade attention for decodes that share a cached prefix: read the shared blocks once.
 
-When the prefix cache serves the same leading blocks to every sequence of the decode group
-(requests with a common system prompt or instructions), batched decode attention would gather
-those blocks once per sequence, then read each copy again. Here the group's query rows attend
-the shared keys all together, as one batch item (the blocks are gathered once, a few hundred
-keys), and each sequence's own suffix separately; the two partial results are merged with
-their log-sum-exps:
+When the prefix cache serves the same leading blocks to every decoding sequence (requests with
+a common system prompt or instructions), batched decode attention would gather those blocks once
+per sequence, then read each copy again. Here all decode query rows attend the shared keys
+together, as one batch item (the blocks are gathered once, a few hundred keys), and each
+sequence's own suffix separately (decode.py); the two partial results are merged with their
+log-sum-exps:
 
     out = (out_p * exp(lse_p - m) + out_s * exp(lse_s - m)) / (exp(lse_p - m) + exp(lse_s - m))
 
@@ -32,7 +32,7 @@ MIN_SHARED_BLOCKS = 4
 # compute the same prompt prefix into different blocks); more classes than this: no cascade.
 MAX_CLASSES = 4
 
-_flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu  # (out, logsumexp [B, H, L] float32)
+flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu  # (out, logsumexp [B, H, L] float32)
 
 
 @dataclass
@@ -62,43 +62,21 @@ def shared_prefix(block_ids: list[list[int]], first_new: list[int], block_size: 
                             for key, rows in classes.items()])
 
 
-def attend(q: torch.Tensor, k_blocks: torch.Tensor, v_blocks: torch.Tensor, table: torch.Tensor,
-           shared: SharedPrefix, suffix_mask: torch.Tensor, scale: float) -> torch.Tensor:
-    """q [B, Hkv, R, Dk] (R rows per kv head); blocks [N, bs, Hkv, D]; table [B, nb];
-    suffix_mask [B, 1, R or 1, S - shared.blocks * bs] -> [B, Hkv, R, Dv]."""
-    batch, hkv, rows, dk = q.shape
-    bs, dv = k_blocks.shape[1], v_blocks.shape[3]
-    if len(shared.classes) == 1:
-        out_p, lse_p = _prefix_attention(q, k_blocks, v_blocks, shared.classes[0][1], scale)
-    else:
-        out_p = q.new_empty(batch, hkv, rows, dv)
-        lse_p = torch.empty(batch, hkv, rows, dtype=torch.float32)
-        for members, blocks in shared.classes:
-            out, lse = _prefix_attention(q.index_select(0, members), k_blocks, v_blocks, blocks, scale)
-            out_p.index_copy_(0, members, out)
-            lse_p.index_copy_(0, members, lse)
-
-    own = table[:, shared.blocks:].reshape(-1)
-    keys = (table.shape[1] - shared.blocks) * bs
-    ks = k_blocks.index_select(0, own).view(batch, keys, hkv, dk).transpose(1, 2)      # [B, Hkv, S', Dk]
-    vs = v_blocks.index_select(0, own).view(batch, keys, hkv, dv).transpose(1, 2)      # [B, Hkv, S', Dv]
-    out_s, lse_s = _flash(q, ks, vs, attn_mask=suffix_mask, scale=scale)                # [B, Hkv, R, *]
-
-    top = torch.maximum(lse_p, lse_s)
-    wp = (lse_p - top).exp_().unsqueeze(-1)                                              # [B, Hkv, R, 1]
-    ws = (lse_s - top).exp_().unsqueeze(-1)
-    out = (out_p.float() * wp + out_s.float() * ws) / (wp + ws)
-    return out.to(q.dtype)
-
-
-def _prefix_attention(q, k_blocks, v_blocks, blocks: torch.Tensor, scale: float):
-    """All rows of q [m, Hkv, R, Dk] over the same blocks, unmasked, as one batch item of m * R rows
-    -> out [m, Hkv, R, Dv], logsumexp [m, Hkv, R]."""
-    members, hkv, rows, dk = q.shape
+def prefix_attention(q: torch.Tensor, k_blocks: torch.Tensor, v_blocks: torch.Tensor, blocks: torch.Tensor,
+                     scale: float):
+    """All rows of q [n, Hkv, G, Dk] over the same blocks, unmasked, as one batch item of n * G rows
+    per kv head -> out [n, Hkv, G, Dv], logsumexp [n, Hkv, G] (float32); both strided views."""
+    n, hkv, group, dk = q.shape
     keys, dv = blocks.numel() * k_blocks.shape[1], v_blocks.shape[3]
     kp = k_blocks.index_select(0, blocks).view(1, keys, hkv, dk).transpose(1, 2)       # [1, Hkv, P, Dk]
     vp = v_blocks.index_select(0, blocks).view(1, keys, hkv, dv).transpose(1, 2)       # [1, Hkv, P, Dv]
-    qp = q.transpose(0, 1).reshape(1, hkv, members * rows, dk)                          # [1, Hkv, m*R, Dk]
-    out, lse = _flash(qp, kp, vp, scale=scale)
-    return (out.view(hkv, members, rows, dv).transpose(0, 1),
-            lse.view(hkv, members, rows).transpose(0, 1))
+    qp = q.permute(1, 0, 2, 3).reshape(1, hkv, n * group, dk)                           # [1, Hkv, n*G, Dk]
+    out, lse = flash(qp, kp, vp, scale=scale)
+    return out.view(hkv, n, group, dv).transpose(0, 1), lse.view(hkv, n, group).transpose(0, 1)
+
+
+def merge(out_p: torch.Tensor, lse_p: torch.Tensor, out_s: torch.Tensor, lse_s: torch.Tensor) -> torch.Tensor:
+    """Softmax-weighted sum of two partial attentions over disjoint keys: out [..., D] and their
+    float32 log-sum-exps [...]. exp(lse_s) / (exp(lse_p) + exp(lse_s)) = sigmoid(lse_s - lse_p)."""
+    w = torch.sigmoid(lse_s - lse_p).unsqueeze(-1)                                       # [..., 1]
+    return torch.lerp(out_p.float(), out_s.float(), w).to(out_p.dtype)

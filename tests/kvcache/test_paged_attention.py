@@ -100,7 +100,7 @@ def test_decodes_sharing_prefix_blocks_match_dense_attention(window, copies):
             0, q[:n - m], k[:n - m], v[:n - m], scale=0.25)
     slices = [SeqSlice(a + b, prefix + n - m, m) for a, b, n, m in zip(prefixes, own_blocks, lengths, new)]
     cache = PagedKVCache(pool, slices, invariant=False)
-    assert cache.plan.groups[0].shared.blocks == 4 and len(cache.plan.groups[0].shared.classes) == copies
+    assert cache.plan.decodes.shared.blocks == 4 and len(cache.plan.decodes.shared.classes) == copies
     out = cache.attend(0, torch.cat([q[n - m:] for (q, _, _), n, m in zip(data, lengths, new)]),
                        torch.cat([k[n - m:] for (_, k, _), n, m in zip(data, lengths, new)]),
                        torch.cat([v[n - m:] for (_, _, v), n, m in zip(data, lengths, new)]),
