@@ -58,6 +58,7 @@ def test_literal_threads_equal_dfa_masks(deepseek_compiler, deepseek_vocab, deep
     compiled = _cfg(deepseek_compiler.compile_json_schema(schema))
     fast = CfgAutomaton(compiled.bnf, deepseek_vocab)      # fresh automata on the same grammar
     slow = CfgAutomaton(compiled.bnf, deepseek_vocab)
+    fast.prepare_all()  # head entries are filled lazily (automaton.py)
     if not any(fast._literals):
         pytest.skip("this lowering has no literal-led lexeme")
     n = len(slow._literals)                                   # the DFA path everywhere
@@ -70,6 +71,8 @@ def test_literal_threads_equal_dfa_masks(deepseek_compiler, deepseek_vocab, deep
 
 def test_cases_have_literal_led_and_headed_lexemes(deepseek_compiler):
     automata = [_cfg(deepseek_compiler.compile_json_schema(schema)) for schema, _ in CASES]
+    for a in automata:
+        a.prepare_all()
     assert any(a._heads[i] is None and a._literals[i] for a in automata for i in range(len(a._heads)))
     assert any(any(a._heads) for a in automata)
 
@@ -84,6 +87,7 @@ def test_untaken_key_lexemes_stay_unbuilt(deepseek_vocab):
     m = Matcher(compiled)
     assert m.accept_string('{"prop_unbuilt_3": 1')
     m.allowed_token_ids()
+    automaton.prepare_all()  # head entries only: builds no lexeme DFA
     keyed = [lx for lx, lit in zip(automaton.lexemes, automaton._literals) if b"prop_unbuilt_" in lit]
     built = [lx for lx in keyed if "trans" in lx.__dict__]
     assert keyed and len(built) < len(keyed)

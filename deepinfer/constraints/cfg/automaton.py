@@ -77,20 +77,45 @@ class CfgAutomaton:
         self.follow_bytes = follow_first_bytes(bnf, self.parser.nullable)
         self._follow_ids: tuple[ScanCache | None, list[int]] = (None, [])
         self._live: dict[tuple[int, int], tuple[int, ...]] = {}
-        self._heads = [head_for(lexeme.expr) for lexeme in bnf.lexemes]
-        self._literals = [h[1] if h else expr_literal(lx.expr) for lx, h in zip(bnf.lexemes, self._heads)]
-        self._starts = [HEAD if h else AT_START for h in self._heads]
-        self._head_follow = [None if h is None else np.arange(256) == h[1][0] for h in self._heads]
+        # Per lexeme, filled by _prepare when its first thread starts (None until then): the
+        # shared head and literal (heads.py), the literal read before the DFA, the thread's
+        # start code and the head's follow set. Why lazy: a new property-key set builds a new
+        # head DFA (~1-2 ms), and most lexemes of a schema are not reached by the first mask.
+        count = len(bnf.lexemes)
+        self._heads: list = [None] * count
+        self._literals: list = [None] * count
+        self._starts: list = [None] * count
+        self._head_follow: list = [None] * count
         self._at_literal: dict[tuple[int, int], int | None] = {}
         self._initial = self._with_new_threads(self.parser.initial_chart(), ())
+
+    def _prepare(self, lex: int) -> int:
+        """Fill lexeme `lex`'s head entries (idempotent; the start code is written last, so
+        a thread that sees it sees the rest); returns its start code."""
+        expr = self.lexemes[lex].expr
+        head = head_for(expr)
+        self._heads[lex] = head
+        self._literals[lex] = head[1] if head else expr_literal(expr)
+        self._head_follow[lex] = None if head is None else np.arange(256) == head[1][0]
+        start = self._starts[lex] = HEAD if head else AT_START
+        return start
+
+    def prepare_all(self) -> None:
+        """Fill every lexeme's head entries now (for tests and tools that inspect them)."""
+        for lex, start in enumerate(self._starts):
+            if start is None:
+                self._prepare(lex)
 
     # ------------------------------------------------------------- stepping
     def _with_new_threads(self, chart: Chart, threads: tuple) -> CfgState:
         k = len(chart) - 1
-        lexemes = self.lexemes
         starts = self._starts
-        new = tuple((lexeme_index(s), k, starts[lexeme_index(s)]) for s in chart[k].lexemes)
-        return CfgState(chart, threads + new, True)
+        new = []
+        for s in chart[k].lexemes:
+            lex = lexeme_index(s)
+            start = starts[lex]
+            new.append((lex, k, start if start is not None else self._prepare(lex)))
+        return CfgState(chart, threads + tuple(new), True)
 
     def _complete(self, chart: Chart, done: list[tuple[int, int]]) -> Chart:
         seeds: list = []
