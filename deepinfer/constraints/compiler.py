@@ -67,7 +67,10 @@ def is_recursive(grammar: ir.Grammar) -> bool:
         state[name] = 2
         return False
 
-    return visit(grammar.start)
+    try:
+        return visit(grammar.start)
+    finally:
+        visit = None  # noqa: F841 - breaks the recursive closure's cycle (freed now, not by a GC pass)
 
 
 class GrammarCompiler:

@@ -91,23 +91,7 @@ def determinize(nfa: Nfa, limits: Limits) -> Dfa:
             got = closures[state] = (sum(1 << i for i in members) if small else frozenset(members))
         return got
 
-    class Moves(list):
-        """Per important state (lazily): class -> closed set of the states its edges reach."""
-
-        def __missing(self, i: int) -> dict:
-            out: dict = {}
-            for lo, hi, target in nfa.edges[important[i]]:
-                cl = closure(target)
-                for c in range(int(classes[lo]), int(classes[hi]) + 1):
-                    out[c] = out.get(c, empty) | cl
-            self[i] = out
-            return out
-
-        def __getitem__(self, i):
-            got = list.__getitem__(self, i)
-            return self.__missing(i) if got is None else got
-
-    moves = Moves([None] * len(important))
+    moves = _Moves(nfa.edges, important, classes, closure, empty)
     accept_index = bit_of[nfa.accept]
     start = closure(nfa.start)
     ids = {start: 0}
@@ -142,6 +126,33 @@ def determinize(nfa: Nfa, limits: Limits) -> Dfa:
     full = table[:, classes.astype(np.int64)]  # [S, 256]
     digest = hashlib.blake2b(full.tobytes() + accepting.tobytes(), digest_size=16).hexdigest()
     return Dfa(np.ascontiguousarray(full, dtype=np.int32), accepting, digest)
+
+
+class _Moves(list):
+    """Per important state (lazily): class -> closed set of the states its edges reach.
+
+    A module-level class, not one defined per determinize call: a class object is a
+    reference cycle, so a local one kept the whole NFA alive until the next garbage
+    collection (most of the cyclic garbage a compile left behind)."""
+
+    def __init__(self, edges, important: list[int], classes: np.ndarray, closure, empty) -> None:
+        super().__init__([None] * len(important))
+        self.edges, self.important, self.closure, self.empty = edges, important, closure, empty
+        self.classes = classes.tolist()  # plain ints (int() of numpy scalars per edge before)
+
+    def _missing(self, i: int) -> dict:
+        out: dict = {}
+        classes, closure, empty = self.classes, self.closure, self.empty
+        for lo, hi, target in self.edges[self.important[i]]:
+            cl = closure(target)
+            for c in range(classes[lo], classes[hi] + 1):
+                out[c] = out.get(c, empty) | cl
+        self[i] = out
+        return out
+
+    def __getitem__(self, i):
+        got = list.__getitem__(self, i)
+        return self._missing(i) if got is None else got
 
 
 def _all_closures(nfa: Nfa, bit_of: dict[int, int]) -> dict[int, int]:

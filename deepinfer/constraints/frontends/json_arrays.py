@@ -66,6 +66,7 @@ def elements(lw: "Lowerer", prefix: list[Expr], rest: Expr, lo: int, hi: int | N
     if hi == 0:
         return ir.EMPTY
     first = seq(prefix[0] if k else rest, tail(1))
+    tail = None  # noqa: F841 - a recursive closure is a cycle that kept the Lowerer alive until a GC pass
     return first if lo > 0 else optional(first)
 
 

@@ -54,7 +54,10 @@ def canon(value) -> str:
         if isinstance(v, list):
             return [norm(x) for x in v]
         return {k: norm(x) for k, x in sorted(v.items())}
-    return json.dumps(norm(value), sort_keys=True)
+    try:
+        return json.dumps(norm(value), sort_keys=True)
+    finally:
+        norm = None  # noqa: F841 - breaks the function <-> cell cycle (freed now, not by a GC pass)
 
 
 def synthetic(schema: dict, like: Node) -> Node:
