@@ -238,3 +238,54 @@ def test_key_trie_runs_equal_runs_without_the_loop_state(deepseek_compiler, deep
     for q in states:
         want = _entries(slow, slow.run(lex.digest, lex.trans, lex.accepting, q, ROOT, slow.follow_id(follow)))
         assert got[q] == want, q
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_small_sub_dfa_digest_names_the_sub_dfa(seed):
+    """Equal small digests exactly for equal renumbered sub-DFAs (across two tables, any
+    numbering); None above the state limit."""
+    from deepinfer.constraints.cfg.scan_tables import compact_rows, small_sub_dfa_digest
+    rng = np.random.default_rng(seed)
+    n = 40
+    # a chain of small tails (state q reads into states > q, so sub-DFAs vary in size)
+    trans = np.full((n, 256), -1, dtype=np.int32)
+    for q in range(n - 1):
+        for lo in range(0, 256, 32):
+            if rng.random() < 0.4:
+                trans[q, lo:lo + 32] = rng.integers(q + 1, min(n, q + 4))
+    trans[n - 1, :] = -1
+    accepting = rng.random(n) < 0.5
+    accepting[n - 1] = True
+    perm = rng.permutation(n)
+    renamed = np.full_like(trans, -1)
+    renamed[perm] = np.where(trans >= 0, perm[trans], -1)
+    acc2 = np.zeros_like(accepting)
+    acc2[perm] = accepting
+    one, two = compact_rows(trans), compact_rows(renamed)
+    for p in range(n):
+        mine = small_sub_dfa_digest(one, accepting, p, n)
+        assert small_sub_dfa_digest(two, acc2, int(perm[p]), n) == mine
+        for q in range(n):
+            same = _reference_digest(trans, accepting, p) == _reference_digest(renamed, acc2, int(perm[q]))
+            assert (small_sub_dfa_digest(two, acc2, int(perm[q]), n) == mine) == same, (p, q)
+    reach = len({int(t) for t in trans[0][trans[0] >= 0]})
+    assert small_sub_dfa_digest(one, accepting, 0, 1) is None or reach == 0
+
+
+def test_runs_are_shared_by_language_across_lexemes(deepseek_vocab, monkeypatch):
+    """Two key lexemes with the same `": ?value` rest: the rest's states share their
+    runs (one computation), and every run equals the run computed for that state alone."""
+    lexemes = [_lexeme(r'"ab": ?(-?[0-9]+|"[^"]{0,3}")'), _lexeme(r'"xyz": ?(-?[0-9]+|"[^"]{0,3}")')]
+    follow = np.zeros(256, dtype=bool)
+    follow[[ord(c) for c in ',} ']] = True
+    fast = ScanCache(deepseek_vocab)
+    runs = [{q: fast.run(lx.digest, lx.trans, lx.accepting, q, ROOT, fast.follow_id(follow))
+             for q in range(len(lx.trans)) if (lx.trans[q] >= 0).any()} for lx in lexemes]
+    shared = {id(r) for r in runs[0].values()} & {id(r) for r in runs[1].values()}
+    assert len(shared) >= 4  # the rest after the key: `:` ` ` then the value's states
+    monkeypatch.setattr(ScanCache, "run_key", lambda self, digest, trans, accepting, state: (digest, state))
+    slow = ScanCache(deepseek_vocab)
+    for lx, got in zip(lexemes, runs):
+        for q, run in got.items():
+            want = slow.run(lx.digest, lx.trans, lx.accepting, q, ROOT, slow.follow_id(follow))
+            assert _entries(fast, run) == _entries(slow, want), q

@@ -8,8 +8,10 @@ over (the token crosses a lexeme boundary there; a token may appear with
 several offsets). A run of DFA `D` from state `q` over a scope yields the
 tokens whose remaining bytes all stay inside `D` (allowed whatever the parser
 does next) and the child scope (None if empty). Runs depend on the
-vocabulary and the DFA only, so they are cached across states, requests and
-grammars (keyed by the DFA's canonical digest). One numpy step per byte
+vocabulary and the language read from the state only, so they are cached
+across states, lexemes, requests and grammars (keyed by the digest of the
+state's reachable sub-DFA when it is small, such as the `":` ws after every
+property name, else by the DFA's digest and the state). One numpy step per byte
 position, never a Python loop over tokens. A root run picks the cheapest
 exact strategy: a forced literal by binary search (literal_runs.py), a
 counting chain from a cached row (chain_runs.py), a loop shortcut, or shared
@@ -23,18 +25,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..masks import _ranges
+from ..masks import _ranges, pack_mask
 from .chain_runs import chain_split
 from .literal_runs import literal_prefix, literal_walk
 from .tails import SPLIT_MIN, root_walk
 from ..vocab import Vocabulary
 from .few_walks import FEW_TOKENS, finish_few
 from .ref_runs import reference_part, reference_state
-from .scan_tables import SIG_LEVELS, ascii_signatures, sub_dfa_digest  # noqa: F401 (re-exported)
+from .scan_tables import (SIG_LEVELS, ascii_signatures, compact_rows, small_sub_dfa_digest,  # noqa: F401
+                          sub_dfa_digest)
 
 ROOT = 0
 SMALL_ROOT = 2_048  # root runs with fewer inside tokens keep ids (a packed row costs more)
+SPARSE_PACK = 16  # packed rows of under 1/16 of the vocabulary: from sorted ids (masks.pack_mask)
 MAX_ENTRIES = 20_000_000  # scope entries kept per vocabulary (16 bytes each) before a reset
+LANGUAGE_STATES = 64  # runs from states reaching at most this many states are keyed by their language
+LANGUAGE_DFA = 4_096  # ... in DFAs of at most this many states (compact_rows reads the whole table)
 
 
 @dataclass
@@ -74,6 +80,8 @@ class ScanCache:
         self.tails: dict = {}        # (state_digest, offset) -> tails.Tail
         self.tail_seen: set = set()  # tail keys asked for once (tails._worth)
         self.state_digests: dict = {}  # (trans address, rows, state) -> (digest, trans kept alive)
+        self.run_keys: dict = {}     # (DFA digest, state) -> the key of its runs (run_key)
+        self.compact: dict = {}      # DFA digest -> scan_tables.compact_rows of its table
         self._longer: dict[int, np.ndarray] = {}
         self._sorted_tokens: list[bytes] | None = None
         self._id_positions: np.ndarray | None = None  # int64 [words * 32] (_pack_positions)
@@ -113,11 +121,32 @@ class ScanCache:
             self.follows.append(follow)
         return self.follow_ids[key]
 
+    def run_key(self, digest: str, trans: np.ndarray, accepting: np.ndarray, state: int):
+        """What a run from `state` of the DFA named `digest` depends on: the digest of
+        its reachable sub-DFA when that is small (the same language in another lexeme,
+        such as `":` ws after every property name, or the "any other key" state of every
+        key trie, then shares its runs), else (digest, state)."""
+        key = (digest, state)
+        got = self.run_keys.get(key)
+        if got is None:
+            got = key
+            if trans.shape[0] <= LANGUAGE_DFA:
+                tables = self.compact.get(digest)
+                if tables is None:
+                    tables = self.compact[digest] = compact_rows(trans)
+                got = small_sub_dfa_digest(tables, accepting, state, LANGUAGE_STATES) or key
+            self.run_keys[key] = got
+        return got
+
     def run(self, digest: str, trans: np.ndarray, accepting: np.ndarray, state: int,
             scope_id: int, follow_id: int) -> Run:
         """Entries of the scope read from `state`; boundary crossings are kept only
-        where the next byte is in the follow set `follow_id` (others cannot continue)."""
-        key = (digest, state, scope_id, follow_id)
+        where the next byte is in the follow set `follow_id` (others cannot continue).
+
+        Cached per (language of `state`, scope, follow set): a run reads tokens through
+        the sub-DFA reachable from `state` only, so states with equal (renumbered)
+        sub-DFAs have equal runs, whatever lexeme they belong to."""
+        key = (self.run_key(digest, trans, accepting, state), scope_id, follow_id)
         hit = self.runs.get(key)
         if hit is None:
             hit = self.runs[key] = self._compute(trans, accepting, state, scope_id,
@@ -264,8 +293,13 @@ class ScanCache:
             child = len(self.scopes)
             self.scopes.append(Scope(np.concatenate(hit_idx), np.concatenate(hit_off)))
             self.entries += len(self.scopes[-1].positions)
-        if scope_id == ROOT and (base_row is not None or sum(len(p) for p in inside) > SMALL_ROOT):
-            row = self._pack_positions(inside)
+        count = sum(len(p) for p in inside)
+        if scope_id == ROOT and (base_row is not None or count > SMALL_ROOT):
+            if count * SPARSE_PACK < len(vocab.sorted_ids):  # a few tokens on top of a cached row
+                row = pack_mask(vocab.sorted_ids.take(np.concatenate(inside)) if inside else _NO_IDS,
+                                vocab)
+            else:
+                row = self._pack_positions(inside)
             if base_row is not None:
                 row |= base_row
             row.flags.writeable = False
@@ -286,6 +320,9 @@ class ScanCache:
             hit[p] = True
         return np.packbits(hit.take(self._id_positions), bitorder="little").view("<i4").astype(
             np.int32, copy=False)  # may repeat: callers scatter
+
+
+_NO_IDS = np.zeros(0, dtype=np.int32)
 
 
 def _live_keys(trans, accepting, state: int, follow) -> np.ndarray | None:
