@@ -11,56 +11,73 @@ from __future__ import annotations
 
 import numpy as np
 
-from .lexemes import Bnf, lexeme_index
+from .lexemes import Bnf
 
 
 def follow_first_bytes(bnf: Bnf, nullable: list[bool]) -> list[np.ndarray]:
+    """bool [256] per lexeme: the first bytes of the lexemes that can follow it.
+
+    Sets of lexemes are Python int bitsets (bit i: lexeme i), and byte sets too until
+    the end. Why: the set unions and per-lexeme numpy ORs of the classic formulation
+    were ~4% of a median MaskBench compile; the result is the same fixed point."""
     num_nt = len(bnf.names)
-    first: list[set[int]] = [set() for _ in range(num_nt)]   # lexeme symbols
+    first = [0] * num_nt   # nonterminal -> lexemes it can start with
     changed = True
     while changed:
         changed = False
         for lhs, rhs in bnf.productions:
-            before = len(first[lhs])
-            first[lhs] |= _first_of(rhs, first, nullable)
-            changed |= len(first[lhs]) != before
-    follow_nt: list[set[int]] = [set() for _ in range(num_nt)]
-    follow_lex: dict[int, set[int]] = {}
+            found = _first_of(rhs, first, nullable)
+            if found | first[lhs] != first[lhs]:
+                first[lhs] |= found
+                changed = True
+    follow_nt = [0] * num_nt
+    follow_lex = [0] * len(bnf.lexemes)
     changed = True
     while changed:
         changed = False
         for lhs, rhs in bnf.productions:
             # Right to left: `trailer` is FIRST(rest), plus FOLLOW(lhs) while rest is all
-            # nullable nonterminals (linear per production; slicing each rest was quadratic).
+            # nullable nonterminals (linear per production).
             trailer = follow_nt[lhs]
             for sym in reversed(rhs):
-                target = follow_nt[sym] if sym >= 0 else follow_lex.setdefault(sym, set())
-                if target is not trailer:
-                    before = len(target)
-                    target |= trailer
-                    changed |= len(target) != before
                 if sym < 0:
-                    trailer = {sym}
-                elif nullable[sym]:
-                    trailer = first[sym] | trailer
-                else:
-                    trailer = first[sym]
-    out = []
-    firsts = [lexeme.first_bytes for lexeme in bnf.lexemes]  # no DFA needed (lazy)
-    for index in range(len(bnf.lexemes)):
-        row = np.zeros(256, dtype=bool)
-        for sym in follow_lex.get(-(index + 1), ()):
-            row |= firsts[lexeme_index(sym)]
-        out.append(row)
-    return out
+                    index = -sym - 1
+                    if trailer | follow_lex[index] != follow_lex[index]:
+                        follow_lex[index] |= trailer
+                        changed = True
+                    trailer = 1 << index
+                    continue
+                if trailer | follow_nt[sym] != follow_nt[sym]:
+                    follow_nt[sym] |= trailer
+                    changed = True
+                trailer = first[sym] | trailer if nullable[sym] else first[sym]
+    return _byte_rows(follow_lex, [lexeme.first_bytes for lexeme in bnf.lexemes])  # no DFA needed (lazy)
 
 
-def _first_of(symbols, first: list[set[int]], nullable: list[bool]) -> set[int]:
-    found: set[int] = set()
+def _byte_rows(follow_lex: list[int], firsts: list[np.ndarray]) -> list[np.ndarray]:
+    """bool [256] per lexeme: the union of the first bytes of the lexemes in its bitset."""
+    if not firsts:
+        return []
+    packed = np.packbits(np.stack(firsts), axis=1, bitorder="little")  # uint8 [L, 32]
+    first_bits = [int.from_bytes(row.tobytes(), "little") for row in packed]
+    rows = []
+    for lexemes in follow_lex:
+        bits = 0
+        while lexemes:
+            low = lexemes & -lexemes
+            bits |= first_bits[low.bit_length() - 1]
+            lexemes ^= low
+        rows.append(bits.to_bytes(32, "little"))
+    table = np.unpackbits(np.frombuffer(b"".join(rows), dtype=np.uint8), bitorder="little")
+    table = table.astype(bool).reshape(len(rows), 256)
+    return list(table)
+
+
+def _first_of(symbols, first: list[int], nullable: list[bool]) -> int:
+    found = 0
     for sym in symbols:
         if sym < 0:
-            found.add(sym)
-            return found
+            return found | 1 << (-sym - 1)
         found |= first[sym]
         if not nullable[sym]:
             return found
