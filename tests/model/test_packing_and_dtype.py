@@ -97,3 +97,20 @@ def test_projection_weights_keep_values_in_the_faster_gemm_layout(dtype, referen
     assert torch.equal(down.float(), state["model.layers.0.mlp.down_proj.weight"].to(dtype).float())
     assert down.t().is_contiguous() == (dtype == torch.float32)
     assert down.is_contiguous() == (dtype != torch.float32)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_tied_embedding_is_one_matrix_in_the_gemm_layout(dtype, reference_model):
+    """A tied vocabulary matrix is stored once, in gemm_layout for float32; looking tokens up in it
+    (columns of the contiguous [hidden, vocab] copy) gives the checkpoint's rows exactly."""
+    from safetensors.torch import load_file
+
+    _, directory = reference_model("smollm2-tied")
+    model = load_model(directory, dtype=dtype)
+    emb = model.embedding
+    assert emb.tied and emb.embed is emb.head
+    assert emb.head.t().is_contiguous() == (dtype == torch.float32)
+    rows = load_file(str(directory / "model.safetensors"))["model.embed_tokens.weight"].to(dtype)
+    ids = torch.tensor([0, 5, 5, rows.shape[0] - 1, 3])
+    got = emb.embed_tokens(ids)
+    assert got.is_contiguous() and torch.equal(got, rows[ids])
