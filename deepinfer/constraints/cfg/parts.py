@@ -8,7 +8,8 @@ to thousands of DFA states) twice per object, 15-300 ms each, mostly inside a
 mask step (TBM) or the compile (TTFM). Here a lexeme Seq(head items, rest
 items) is split after its last literal that leaves a rest of MIN_REST_NFA+
 states behind a small plain head; the head's DFA (heads.py, shared) and the rest's DFA (cached here,
-process-wide, bounded) are concatenated: a few array copies.
+process-wide, bounded) are concatenated: a few array copies. A rest that starts with an
+"any other key" K is assembled from K's names (not_in_dfa.py) instead of determinized.
 
 Exact when the concatenation is deterministic, which `compose` checks: no
 accepting head state reads a first byte of the rest (then the rest starts
@@ -32,6 +33,7 @@ from ..gcpause import gc_paused
 from ..ir_facts import FactsCache
 from ..nfa import build_nfa
 from .heads import MAX_HEAD_NFA, plain, shared_head
+from .not_in_dfa import not_in_rest_dfa
 
 MIN_REST_NFA = 16         # smaller rests are cheap to build whole: no split
 MAX_KEPT_STATES = 60_000  # DFA states of the rests kept (1 KB each)
@@ -117,12 +119,14 @@ def _rest_dfa(rest, limits: Limits):
         if key in _rests:
             _rests.move_to_end(key)
             return _rests[key]
-    try:
-        with gc_paused():
-            dfa = determinize(build_nfa(rest, limits.max_nfa_states), limits)
-        got = (np.ascontiguousarray(dfa.trans, dtype=np.int32), dfa.accepting)
-    except ConstraintError:
-        got = None  # the caller's own build reports the error
+    got = not_in_rest_dfa(rest, limits)  # "any other key" K ...: from the names (not_in_dfa.py)
+    if got is None:
+        try:
+            with gc_paused():
+                dfa = determinize(build_nfa(rest, limits.max_nfa_states), limits)
+            got = (np.ascontiguousarray(dfa.trans, dtype=np.int32), dfa.accepting)
+        except ConstraintError:
+            got = None  # the caller's own build reports the error
     with _lock:
         if key not in _rests:
             _rests[key] = got

@@ -43,7 +43,22 @@ def _not_in(words: tuple[str, ...]) -> Expr:
 
 @functools.lru_cache(maxsize=1024)
 def _encoded_not_in(words: tuple[str, ...]) -> Expr:
-    return _TrieComplement(words, encode_expr).expr
+    expr = _TrieComplement(words, encode_expr).expr
+    if len(_WORDS) >= 4096:
+        _WORDS.clear()
+    _WORDS[expr] = words
+    return expr
+
+
+# encoded_not_in results -> their words, so that cfg/not_in_dfa.py can build the DFA of a
+# lexeme that reads one from the words instead of determinizing its NFA (bounded)
+_WORDS: dict[Expr, tuple[str, ...]] = {}
+
+
+def words_of(expr: Expr) -> tuple[str, ...] | None:
+    """The words w when `expr` is encoded_not_in(w) (as built here; IR nodes compare by
+    value, so an equal expression built elsewhere names the same language), else None."""
+    return _WORDS.get(expr)
 
 
 class _TrieComplement:
