@@ -138,10 +138,12 @@ def _class_facts(cls: ir.CharClass) -> tuple[int, int]:
     """(first-byte bits, NFA states) of one character class (nfa.char_class's trie)."""
     first, prefixes = 0, set()
     for lo, hi in cls.ranges:
+        if hi <= 0x7F:  # one-byte encodings: the bytes lo..hi, no multi-byte prefix
+            first |= (1 << (hi + 1)) - (1 << lo)
+            continue
         for ranges in utf8_sequences(lo, hi):
             a, b = ranges[0]
-            for byte in range(a, b + 1):
-                first |= 1 << byte
+            first |= (1 << (b + 1)) - (1 << a)  # bits a..b
             for k in range(1, len(ranges)):
                 prefixes.add(tuple(ranges[:k]))
     return first, 2 + len(prefixes)

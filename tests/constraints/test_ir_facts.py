@@ -66,3 +66,21 @@ def test_lazy_lexeme_equals_eager(pattern):
     eager.build()
     assert lazy.digest == eager.digest and lazy.start == eager.start
     assert np.array_equal(lazy.trans, eager.trans)
+
+
+def test_class_facts_match_the_nfa_mixed_ranges():
+    """Classes mixing one-byte ranges (ir_facts' fast path) with multi-byte ones."""
+    import random
+
+    rng = random.Random(7)
+    for _ in range(60):
+        spans = []
+        for _ in range(rng.randint(1, 5)):
+            top = rng.choice([0x7F, 0x7FF, 0xFFFF, 0x10FFFF])
+            lo = rng.randint(0, top)
+            spans.append((lo, min(top, lo + rng.choice([0, 5, 90, 3000]))))
+        cls = ir.CharClass.of(spans)
+        facts = FactsCache({}).of(cls)
+        nullable, nonempty, first = analyze(build_nfa(cls))
+        assert np.array_equal(facts.first_bytes(), first), spans
+        assert facts.states == len(build_nfa(cls).eps), spans
