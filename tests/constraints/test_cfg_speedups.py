@@ -241,10 +241,10 @@ def test_key_trie_runs_equal_runs_without_the_loop_state(deepseek_compiler, deep
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_small_sub_dfa_digest_names_the_sub_dfa(seed):
-    """Equal small digests exactly for equal renumbered sub-DFAs (across two tables, any
+def test_small_sub_dfa_key_names_the_sub_dfa(seed):
+    """Equal small sub-DFA keys exactly for equal renumbered sub-DFAs (across two tables, any
     numbering); None above the state limit."""
-    from deepinfer.constraints.cfg.scan_tables import compact_rows, small_sub_dfa_digest
+    from deepinfer.constraints.cfg.scan_tables import compact_rows, small_sub_dfa_key
     rng = np.random.default_rng(seed)
     n = 40
     # a chain of small tails (state q reads into states > q, so sub-DFAs vary in size)
@@ -261,15 +261,15 @@ def test_small_sub_dfa_digest_names_the_sub_dfa(seed):
     renamed[perm] = np.where(trans >= 0, perm[trans], -1)
     acc2 = np.zeros_like(accepting)
     acc2[perm] = accepting
-    one, two = compact_rows(trans), compact_rows(renamed)
+    one, two = compact_rows(trans, accepting), compact_rows(renamed, acc2)
     for p in range(n):
-        mine = small_sub_dfa_digest(one, accepting, p, n)
-        assert small_sub_dfa_digest(two, acc2, int(perm[p]), n) == mine
+        mine = small_sub_dfa_key(one, accepting, p, n)
+        assert small_sub_dfa_key(two, acc2, int(perm[p]), n) == mine
         for q in range(n):
             same = _reference_digest(trans, accepting, p) == _reference_digest(renamed, acc2, int(perm[q]))
-            assert (small_sub_dfa_digest(two, acc2, int(perm[q]), n) == mine) == same, (p, q)
+            assert (small_sub_dfa_key(two, acc2, int(perm[q]), n) == mine) == same, (p, q)
     reach = len({int(t) for t in trans[0][trans[0] >= 0]})
-    assert small_sub_dfa_digest(one, accepting, 0, 1) is None or reach == 0
+    assert small_sub_dfa_key(one, accepting, 0, 1) is None or reach == 0
 
 
 def test_runs_are_shared_by_language_across_lexemes(deepseek_vocab, monkeypatch):

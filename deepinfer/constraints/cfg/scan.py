@@ -9,8 +9,8 @@ several offsets). A run of DFA `D` from state `q` over a scope yields the
 tokens whose remaining bytes all stay inside `D` (allowed whatever the parser
 does next) and the child scope (None if empty). Runs depend on the
 vocabulary and the language read from the state only, so they are cached
-across states, lexemes, requests and grammars (keyed by the digest of the
-state's reachable sub-DFA when it is small, such as the `":` ws after every
+across states, lexemes, requests and grammars (keyed by the state's
+reachable sub-DFA, renumbered, when it is small, such as the `":` ws after every
 property name, else by the DFA's digest and the state). One numpy step per byte
 position, never a Python loop over tokens. A root run picks the cheapest
 exact strategy: a forced literal by binary search (literal_runs.py), a
@@ -32,7 +32,7 @@ from .tails import SPLIT_MIN, root_walk
 from ..vocab import Vocabulary
 from .few_walks import FEW_TOKENS, finish_few
 from .ref_runs import reference_part, reference_state
-from .scan_tables import (SIG_LEVELS, ascii_signatures, compact_rows, small_sub_dfa_digest,  # noqa: F401
+from .scan_tables import (SIG_LEVELS, ascii_signatures, compact_rows, small_sub_dfa_key,  # noqa: F401
                           sub_dfa_digest)
 
 ROOT = 0
@@ -122,8 +122,8 @@ class ScanCache:
         return self.follow_ids[key]
 
     def run_key(self, digest: str, trans: np.ndarray, accepting: np.ndarray, state: int):
-        """What a run from `state` of the DFA named `digest` depends on: the digest of
-        its reachable sub-DFA when that is small (the same language in another lexeme,
+        """What a run from `state` of the DFA named `digest` depends on: its reachable
+        sub-DFA, renumbered, when that is small (the same language in another lexeme,
         such as `":` ws after every property name, or the "any other key" state of every
         key trie, then shares its runs), else (digest, state)."""
         key = (digest, state)
@@ -133,8 +133,9 @@ class ScanCache:
             if trans.shape[0] <= LANGUAGE_DFA:
                 tables = self.compact.get(digest)
                 if tables is None:
-                    tables = self.compact[digest] = compact_rows(trans)
-                got = small_sub_dfa_digest(tables, accepting, state, LANGUAGE_STATES) or key
+                    tables = self.compact[digest] = compact_rows(trans, accepting)
+                sub = small_sub_dfa_key(tables, accepting, state, LANGUAGE_STATES)
+                got = key if sub is None else ("sub-dfa", sub)
             self.run_keys[key] = got
         return got
 

@@ -38,42 +38,44 @@ def sub_dfa_digest(trans: np.ndarray, accepting: np.ndarray, state: int) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def compact_rows(trans: np.ndarray):
+def compact_rows(trans: np.ndarray, accepting: np.ndarray):
     """A DFA table as runs of equal targets (rows are runs of character classes: ~10
-    entries instead of 256 per state): (row bounds list [S + 1], targets list, columns
-    int16 [m], targets int32 [m]); entry i of row q starts at byte columns[i]."""
+    entries instead of 256 per state), as plain lists: (row bounds [S + 1], targets,
+    first byte of each run, accepting [S]); run i of row q is entries bounds[q] <= i <
+    bounds[q + 1]."""
     change = np.ones(trans.shape, dtype=bool)
     np.not_equal(trans[:, 1:], trans[:, :-1], out=change[:, 1:])
     rows, cols = np.nonzero(change)
     values = trans[rows, cols]
     bounds = np.searchsorted(rows, np.arange(trans.shape[0] + 1))
-    return bounds.tolist(), values.tolist(), cols.astype(np.int16), values
+    return bounds.tolist(), values.tolist(), cols.tolist(), accepting.tolist()
 
 
-def small_sub_dfa_digest(tables, accepting: np.ndarray, state: int, limit: int) -> str | None:
-    """A digest of the sub-DFA reachable from `state` (renumbered breadth first, targets
-    in byte order) when it has at most `limit` states, else None. `tables`:
-    compact_rows(trans). Equal digests mean equal languages read from the two states
-    (the hashed runs, renumbered, determine every row of the sub-DFA)."""
-    bounds, values, cols, targets = tables
-    order, seen, i = [state], {state: 0}, 0
+def small_sub_dfa_key(tables, accepting, state: int, limit: int) -> tuple | None:
+    """The sub-DFA reachable from `state` (renumbered breadth first, targets in byte
+    order) as a tuple, when it has at most `limit` states, else None. `tables`:
+    compact_rows(trans, accepting). Equal tuples exactly for equal sub-DFAs: per state
+    in that order, its acceptance, its number of runs, their first bytes and their
+    renumbered targets (the tuple is a dict key: compared in full, no hash trust)."""
+    bounds, values, cols, accept = tables
+    order, index, i = [state], {state: 0}, 0
+    out: list = []
     while i < len(order):
         q = order[i]
-        for t in dict.fromkeys(values[bounds[q]:bounds[q + 1]]):  # targets in byte order
-            if t >= 0 and t not in seen:
+        lo, hi = bounds[q], bounds[q + 1]
+        row = values[lo:hi]
+        for t in row:  # first occurrences in byte order
+            if t >= 0 and t not in index:
                 if len(order) >= limit:
                     return None
-                seen[t] = len(order)
+                index[t] = len(order)
                 order.append(t)
+        out.append(accept[q])
+        out.append(hi - lo)
+        out.extend(cols[lo:hi])
+        out.extend([index[t] if t >= 0 else -1 for t in row])
         i += 1
-    lo = np.array([bounds[q] for q in order], dtype=np.int64)
-    counts = np.array([bounds[q + 1] - bounds[q] for q in order], dtype=np.int64)
-    sel = np.repeat(lo - (np.cumsum(counts) - counts), counts) + np.arange(int(counts.sum()))
-    renum = np.full(len(bounds), -1, dtype=np.int32)               # index -1 (dead) -> -1
-    renum[np.array(order)] = np.arange(len(order), dtype=np.int32)
-    data = (np.int32(len(order)).tobytes() + counts.astype(np.int16).tobytes() + cols[sel].tobytes() + renum[targets[sel]].tobytes()
-            + accepting[order].tobytes())
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+    return tuple(out)
 
 
 SIG_LEVELS = 3  # suffix signatures for offsets 0, 1, 2
