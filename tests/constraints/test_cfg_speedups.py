@@ -227,12 +227,16 @@ def test_key_trie_runs_equal_runs_without_the_loop_state(deepseek_compiler, deep
     lex = max(tries, key=lambda lx: len(lx.trans))  # the key trie (the others: `,` ws `"name":` ws)
     follow = np.zeros(256, dtype=bool)
     follow[[ord(c) for c in ' "{[0-9tfn']] = True
-    fast, used = ScanCache(deepseek_vocab), []
+    fast, used, paired = ScanCache(deepseek_vocab), [], []
     monkeypatch.setattr(scan, "reference_state", lambda *a: used.append(reference_state(*a)) or used[-1])
+    real_pairs = scan.reference_pairs
+    monkeypatch.setattr(scan, "reference_pairs", lambda *a: paired.append(
+        (len(a[6]), real_pairs(*a))) or paired[-1][1])
     states = [q for q in range(len(lex.trans)) if (lex.trans[q] >= 0).any()]
     got = {q: _entries(fast, fast.run(lex.digest, lex.trans, lex.accepting, q, ROOT, fast.follow_id(follow)))
            for q in states}
     assert sum(r is not None for r in used) >= 5
+    assert any(len(left) < n for n, left in paired), "trie nodes should serve pairs from G's tail"
     monkeypatch.setattr(scan, "reference_state", lambda *args: None)
     slow = ScanCache(deepseek_vocab)
     for q in states:
@@ -289,3 +293,4 @@ def test_runs_are_shared_by_language_across_lexemes(deepseek_vocab, monkeypatch)
         for q, run in got.items():
             want = slow.run(lx.digest, lx.trans, lx.accepting, q, ROOT, slow.follow_id(follow))
             assert _entries(fast, run) == _entries(slow, want), q
+

@@ -12,6 +12,11 @@ plus an ordinary root run over the tokens starting with the other bytes.
 Each trie node used to walk its UTF-8 groups (~3K tokens, up to 33 bytes
 deep) and pack ~100K positions: ~2 ms per first visit, at every property key.
 
+Of the tokens that start with a listed key's next letter, those whose second byte
+leaves the trie (to G itself) are read from G after two bytes: G's two-byte tail
+(tails.py, built once: every key trie has the same G) serves them, and only the few
+that stay in the trie are walked.
+
 Exact by the argument above; G's run is itself a plain root run (G's most
 common target is G), so this never recurses further. Knows nothing about parsing.
 """
@@ -21,8 +26,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..masks import pack_mask
+from .tails import _tail as tail_of, _use as tail_use
 
 REF_MIN_BYTES = 32  # first bytes shared with the loop state before it pays to use its run
+REF_PAIR_MIN = 128  # tokens leaving the trie at their second byte before G's tail pays
 
 
 def reference_state(trans: np.ndarray, state: int) -> tuple[int, np.ndarray] | None:
@@ -63,6 +70,40 @@ def reference_part(scans, base, same: np.ndarray, g_live: np.ndarray, hit_idx: l
             hit_idx.append(scope.positions[keep])
             hit_off.append(scope.offsets[keep])
     return row
+
+
+def reference_pairs(scans, trans, accepting, state: int, g: int, follow, keys: np.ndarray,
+                    inside: list, hit_idx: list, hit_off: list) -> np.ndarray:
+    """Serve the tokens of prefix keys `keys` (first bytes not shared with G) whose first
+    two bytes lead from `state` to G itself (a key's next letter, then any other letter:
+    the name has left the trie) from G's two-byte tail (tails.py; G recurs in every key
+    trie, so its tail is built once); return the keys left to walk.
+
+    Exact as tails._pair_groups: after those two bytes the token is read from G, and a
+    crossing right after the first byte (an accepting state there, a follow byte next)
+    is left to the walk."""
+    vocab = scans.vocab
+    pair = keys[keys % 257 != 0]                                     # tokens of 2+ bytes
+    if not pair.size:
+        return keys
+    q1 = trans[state].take(pair // 257)                               # [k] after the first byte
+    t2 = trans[q1, pair % 257 - 1]                                   # [k] after the second
+    to_g = (t2 == g) & ~(accepting.take(q1) & follow.take(pair % 257 - 1))
+    group = pair[to_g]
+    counts = vocab.pair_start.take(group + 1) - vocab.pair_start.take(group)
+    group = group[counts > 0]  # an empty key's start is the next key's first token
+    if int(counts.sum()) < REF_PAIR_MIN:
+        return keys
+    twos = vocab.pair_start.take(group)                              # two-byte tokens sort first
+    twos = twos[vocab.sorted_lengths.take(twos) == 2]
+    if twos.size:
+        inside.append(twos)                                          # the bytes moved to G: alive
+    lut = np.zeros(256 * 257, dtype=bool)
+    lut[group] = True
+    tail_use(tail_of(scans, trans, accepting, g, 2), lut, vocab.pair_start, follow, inside, hit_idx, hit_off)
+    served = np.zeros(256 * 257, dtype=bool)
+    served[group] = True
+    return keys[~served.take(keys)]
 
 
 def _first_byte_row(scans, b: int) -> np.ndarray:

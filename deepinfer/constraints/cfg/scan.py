@@ -31,7 +31,7 @@ from .literal_runs import literal_prefix, literal_walk
 from .tails import SPLIT_MIN, root_walk
 from ..vocab import Vocabulary
 from .few_walks import FEW_TOKENS, finish_few
-from .ref_runs import reference_part, reference_state
+from .ref_runs import reference_pairs, reference_part, reference_state
 from .scan_tables import (SIG_LEVELS, ascii_signatures, compact_rows, small_sub_dfa_key,  # noqa: F401
                           sub_dfa_digest)
 
@@ -258,6 +258,9 @@ class ScanCache:
             live = _live_keys(trans, accepting, state, follow)
             keys = np.zeros(0, np.int64) if live is None else np.flatnonzero(live)
             keys = keys[~same.take(keys // 257)]
+            if keys.size:
+                keys = reference_pairs(self, trans, accepting, state, g, follow, keys, inside, hit_idx,
+                                       hit_off)
             if keys.size:
                 root_walk(self, tail_key, trans, accepting, state, follow, keys, inside, hit_idx, hit_off)
         elif scope_id == ROOT:
