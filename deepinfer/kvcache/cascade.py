@@ -77,6 +77,7 @@ def prefix_attention(q: torch.Tensor, k_blocks: torch.Tensor, v_blocks: torch.Te
 
 def merge(out_p: torch.Tensor, lse_p: torch.Tensor, out_s: torch.Tensor, lse_s: torch.Tensor) -> torch.Tensor:
     """Softmax-weighted sum of two partial attentions over disjoint keys: out [..., D] and their
-    float32 log-sum-exps [...]. exp(lse_s) / (exp(lse_p) + exp(lse_s)) = sigmoid(lse_s - lse_p)."""
-    w = torch.sigmoid(lse_s - lse_p).unsqueeze(-1)                                       # [..., 1]
-    return torch.lerp(out_p.float(), out_s.float(), w).to(out_p.dtype)
+    float32 log-sum-exps [...]. exp(lse_p) / (exp(lse_p) + exp(lse_s)) = sigmoid(lse_p - lse_s).
+    The result takes out_s's layout (contiguous in decode.py)."""
+    w = torch.sigmoid(lse_p - lse_s).unsqueeze(-1)                                       # [..., 1]
+    return torch.lerp(out_s.float(), out_p.float(), w).to(out_s.dtype)

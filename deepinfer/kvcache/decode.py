@@ -80,7 +80,8 @@ class DecodeSet:
             else:
                 out_p.index_copy_(0, rows, o)
                 lse_p.index_copy_(0, rows, lse)
-        out_s, lse_s = torch.empty_like(out_p), torch.empty_like(lse_p)
+        out_s = qd.new_empty(num_rows, hkv, group, d)
+        lse_s = torch.empty(num_rows, hkv, group, dtype=torch.float32)
         for start, tq, g in self.buckets:
             qb = _bucket_rows(qd, start, g.batch, tq)                                  # [B, Hkv, tq*G, D]
             k, v = gather(g.block_table[:, shared.blocks:], k_blocks, v_blocks)
