@@ -4,7 +4,10 @@ A draft for a sequence is the continuation of the most recent earlier occurrence
 matching suffix (n from `max_ngram` down to `min_ngram` tokens):
   1. in its own prompt + output (names and values copied from the prompt, repeated keys), then
   2. in a pool of the outputs of the other sequences, running and recently finished (requests
-     that share a schema repeat each other's structure: `",\n  "age": ` and the like).
+     that share a schema repeat each other's structure: `",\n  "age": ` and the like);
+  3. with a `token_text` function, `after_text` continues tokens the caller knows come next (text a
+     constraint forces) with what followed the same text elsewhere, matched on characters
+     (text_drafts.py: the text before them often ends inside a token no other output has).
 Lookups are dict hits: every token appended registers the n-grams ending just before it, mapped to
 where their continuation starts. The pool holds at most `pool_tokens` tokens of finished outputs
 (oldest dropped first); its dict is rebuilt when stale entries outnumber live ones.
@@ -19,15 +22,18 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import Callable
 
-SOURCE_OWN, SOURCE_POOL = 0, 1
+from deepinfer.engine.text_drafts import TextPool, TextStream
+
+SOURCE_OWN, SOURCE_POOL, SOURCE_FORCED = 0, 1, 3
 
 
 @dataclass
 class Draft:
     tokens: list[int]
-    source: int          # SOURCE_OWN or SOURCE_POOL: which context the match came from
-    ngram: int           # length of the matched suffix
+    source: int          # SOURCE_OWN, SOURCE_POOL or SOURCE_FORCED: where the match came from
+    ngram: int           # length of the matched suffix (tokens; for SOURCE_FORCED a bucket of characters)
 
 
 @dataclass
@@ -92,9 +98,12 @@ class DraftPool:
 class NgramProposer:
     """Drafts for sequences identified by a key; call `observe` as tokens are appended."""
 
-    def __init__(self, max_ngram: int = 4, min_ngram: int = 1, pool_tokens: int = 16384) -> None:
+    def __init__(self, max_ngram: int = 4, min_ngram: int = 1, pool_tokens: int = 16384,
+                 token_text: Callable[[int], str] | None = None) -> None:
         self.max_ngram, self.min_ngram = max_ngram, min_ngram
         self.pool = DraftPool(pool_tokens)
+        self.text_pool = TextPool(token_text, pool_tokens=pool_tokens) if token_text is not None else None
+        self._texts: dict[object, TextStream] = {}    # key -> output text (in text_pool)
         self._own: dict[object, NgramIndex] = {}      # key -> prompt + output
         self._outputs: dict[object, NgramIndex] = {}  # key -> output only (what the pool shares)
         self._prompt_len: dict[object, int] = {}
@@ -113,6 +122,13 @@ class NgramProposer:
             own.extend(new)
             self._outputs[key].extend(new, self.pool)
             self.pool.live_tokens += len(new)
+        if self.text_pool is not None:
+            stream = self._texts.setdefault(key, TextStream())
+            if len(stream.tokens) < len(output):
+                self.text_pool.extend(stream, output[len(stream.tokens):])
+
+    def knows(self, key: object) -> bool:
+        return key in self._own
 
     def propose(self, key: object, limit: int) -> Draft | None:
         """The draft after the longest matching suffix (own context first at each n), or None."""
@@ -133,6 +149,18 @@ class NgramProposer:
                     return Draft(draft, SOURCE_POOL, n)
         return None
 
+    def after_text(self, key: object, lead: list[int], lead_text: str, limit: int) -> Draft:
+        """`lead` (tokens the caller knows come next, whose text is `lead_text`), continued by the
+        newest text-suffix continuation of the output text followed by `lead_text`."""
+        stream = self._texts.get(key)
+        if self.text_pool is None or stream is None or limit <= len(lead):
+            return Draft(lead[:limit], SOURCE_FORCED, 0)
+        found = self.text_pool.lookup(stream.text + lead_text, limit - len(lead))
+        if found is None:
+            return Draft(lead, SOURCE_FORCED, 0)
+        tokens, chars = found
+        return Draft(lead + tokens, SOURCE_FORCED, _bucket(chars))
+
     def release(self, key: object) -> None:
         """The sequence finished: drop its own index, keep its output in the pool."""
         self._own.pop(key, None)
@@ -140,3 +168,11 @@ class NgramProposer:
         output = self._outputs.pop(key, None)
         if output is not None:
             self.pool.retire(output)
+        stream = self._texts.pop(key, None)
+        if stream is not None:
+            self.text_pool.retire(stream)
+
+
+def _bucket(chars: int) -> int:
+    """Matched characters -> a coarse bucket for acceptance statistics (2, 4, 8, 12)."""
+    return 2 if chars <= 2 else 4 if chars <= 4 else 8 if chars <= 8 else 12

@@ -78,6 +78,7 @@ class Engine:
         self._touched: dict[str, Request] = {}   # requests with news for the caller this step
         self._ids = itertools.count()
         self._speculator: Speculator | None = None
+        self._token_texts: dict[int, str] = {}   # token id -> its text alone (text-suffix drafts)
         self.counters = {"prompt_tokens": 0, "generation_tokens": 0, "steps": 0, "jump_forward_tokens": 0}
 
     @property
@@ -130,8 +131,14 @@ class Engine:
     def speculator(self) -> Speculator | None:
         """Built when speculation is first on (config.speculative may be switched between runs)."""
         if self.config.speculative and self._speculator is None:
-            self._speculator = Speculator(self.config.speculative_config, self.eos_ids)
+            self._speculator = Speculator(self.config.speculative_config, self.eos_ids, self._token_text)
         return self._speculator if self.config.speculative else None
+
+    def _token_text(self, token: int) -> str:
+        text = self._token_texts.get(token)
+        if text is None:
+            text = self._token_texts[token] = self.tokenizer.decode([token], skip_special_tokens=False)
+        return text
 
     def reset_speculator(self) -> None:
         """Forget drafts' shared outputs, acceptance statistics and the cost model (benchmarks)."""

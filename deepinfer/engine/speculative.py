@@ -7,7 +7,11 @@ that sample. Outputs are therefore the non-speculative outputs whatever is draft
 only the speed depends on this module (and, outside batch-invariant mode, the rounding of logits).
 
 Per step (`Speculator.plan`), for each decoding sequence:
-1. propose a draft (at most `max_draft` tokens, capped by max_tokens and the context length);
+1. propose a draft (at most `max_draft` tokens, capped by max_tokens and the context length).
+   Where the constraint forces text that jump-forward left to the sampler (its last token could
+   be extended: `":` before ` "`), the draft opens with those tokens, continued by what followed
+   the same text in outputs so far (`NgramProposer.after_text`). On the extraction benchmark
+   (1 thread) this cut the steps from 52 to 46 and the decode steps' CPU by ~7% (`forced_lead`);
 2. walk the constraint's matcher through it (`Matcher.accept_token`, then `rollback`): cut it at
    the first token the constraint refuses (confidence 0: it could never be sampled) and after an
    eos/stop id. With jump-forward on, where the constraint forces text after a draft token, the
@@ -36,6 +40,7 @@ Knows nothing about the model, the KV cache or sampling arithmetic.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from deepinfer.engine.drafts import Draft, NgramProposer
 from deepinfer.engine.jump_forward import ForcedText, can_jump, forced_tokens
@@ -55,6 +60,7 @@ class SpeculativeConfig:
     # timing, so outside batch-invariant mode the same requests could round differently from run to
     # run; with it off every plan is a function of the requests alone.
     fit_step_cost: bool = False
+    forced_lead: bool = True            # drafts open with forced text jump-forward left (_forced_lead)
 
 
 class AcceptanceStats:
@@ -133,10 +139,11 @@ def choose_lengths(survival: list[list[float]], base_tokens: int, base_tau: floa
 class Speculator:
     """Proposes, truncates and schedules drafts; learns acceptance and step cost."""
 
-    def __init__(self, config: SpeculativeConfig, eos_ids: frozenset[int]) -> None:
+    def __init__(self, config: SpeculativeConfig, eos_ids: frozenset[int],
+                 token_text: Callable[[int], str] | None = None) -> None:
         self.config = config
         self.eos_ids = eos_ids
-        self.proposer = NgramProposer(config.max_ngram, config.min_ngram, config.pool_tokens)
+        self.proposer = NgramProposer(config.max_ngram, config.min_ngram, config.pool_tokens, token_text)
         self.stats = AcceptanceStats()
         self.cost = StepCost(config.prior_overhead_rows)
         self.counters = {"draft_tokens": 0, "verified_tokens": 0, "accepted_tokens": 0}
@@ -155,7 +162,9 @@ class Speculator:
             key = (seq.request.request_id, seq.index)
             self.proposer.observe(key, seq.request.prompt_token_ids, seq.output_token_ids)
             limit = min(seq.params.max_tokens - len(seq.output_token_ids) - 1, max_model_len - seq.num_tokens - 1)
-            draft = self.proposer.propose(key, min(limit, self.config.max_draft + self.config.max_forced))
+            limit = min(limit, self.config.max_draft + self.config.max_forced)
+            lead = self._forced_lead(seq, forced)
+            draft = self.proposer.after_text(key, *lead, limit) if lead else self.proposer.propose(key, limit)
             if draft is None:
                 continue
             draft.tokens, keys = self._walk(seq, draft, forced)
@@ -176,6 +185,18 @@ class Speculator:
             if length:
                 seq.draft, seq.draft_info = draft.tokens[:length], keys
                 self.counters["draft_tokens"] += length
+
+    def _forced_lead(self, seq: Sequence, forced: ForcedText | None) -> tuple[list[int], str] | None:
+        """The tokens of the text the constraint forces now, when jump-forward left them to the
+        sampler (a last token that a longer allowed token extends: `":` before ` "`). The model
+        usually writes them, so they open the draft (with a learned confidence, not 1)."""
+        if forced is None or not self.config.forced_lead or not can_jump(seq):
+            return None
+        text = seq.matcher.find_jump_forward_string()
+        if not text:
+            return None
+        ids = forced.token_ids(seq)
+        return (ids, text) if ids else None
 
     def _walk(self, seq: Sequence, draft: Draft, forced: ForcedText | None) -> tuple[list[int], list]:
         """The usable prefix of the draft and a confidence key per token (None: forced, c = 1)."""
@@ -213,4 +234,9 @@ class Speculator:
             self.stats.record(seq.draft_info, verified, matched)
 
     def release(self, seq: Sequence) -> None:
-        self.proposer.release((seq.request.request_id, seq.index))
+        """The sequence is done: its whole output (the tokens of its last step and the eos
+        included, which no plan has seen) stays in the pool for others' drafts."""
+        key = (seq.request.request_id, seq.index)
+        if self.proposer.knows(key):
+            self.proposer.observe(key, seq.request.prompt_token_ids, seq.output_token_ids)
+        self.proposer.release(key)

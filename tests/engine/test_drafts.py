@@ -64,3 +64,35 @@ def test_step_cost_fits_the_overhead_in_rows():
     for b in [10, 20, 40, 80] * 5:
         cost.observe(b, 0.05 + 0.001 * b)   # alpha / beta = 50 rows
     assert abs(cost.overhead_rows() - 50) < 1e-6
+
+
+TEXTS = {1: '{"a": ', 2: '"x', 3: '",', 4: "\n ", 5: ' "b', 6: '":', 7: ' 1', 8: 'yz",', 9: ' "c', 10: '"'}
+
+
+def test_text_pool_matches_the_longest_suffix_at_token_boundaries_newest_first():
+    from deepinfer.engine.text_drafts import TextPool, TextStream
+    pool = TextPool(TEXTS.__getitem__, min_chars=1, max_chars=4, pool_tokens=4)
+    a, b = TextStream(), TextStream()
+    pool.extend(a, [3, 4, 5, 3, 9])          # `",` `\n ` ` "b` `",` ` "c`
+    assert pool.lookup('q",', 2) == ([9], 2)  # the newest `",` (`yz",` shares no token with it)
+    pool.extend(b, [8, 7])                   # `yz",` ` 1`
+    assert pool.lookup('q",', 2) == ([7], 2)
+    assert pool.lookup('z",', 2) == ([7], 3)  # longest match
+    assert pool.lookup('a\n ', 3) == ([5, 3, 9], 2)
+    assert pool.lookup('zzz', 2) is None
+    pool.retire(a)
+    pool.retire(b)                           # 5 + 2 tokens > 4: a is dropped
+    assert pool.lookup('a\n ', 3) is None and pool.lookup('q",', 1) == ([7], 2)
+    pool.clear()
+    assert pool.lookup('q",', 1) is None
+
+
+def test_forced_lead_continues_with_the_text_after_it():
+    from deepinfer.engine.drafts import SOURCE_FORCED
+    p = NgramProposer(max_ngram=2, token_text=TEXTS.__getitem__)
+    p.observe("a", [0], [1, 5, 6, 7, 3])     # ` "b` `":` ` 1` ...
+    p.observe("b", [0], [1, 9])              # ` "c`: the constraint forces `":` next
+    draft = p.after_text("b", [6], '":', 3)
+    assert (draft.tokens, draft.source) == ([6, 7, 3], SOURCE_FORCED)
+    assert p.after_text("b", [6], '":', 1).tokens == [6]
+    assert NgramProposer().after_text("x", [6], '":', 4).tokens == [6]   # no text pool: the lead alone

@@ -88,6 +88,9 @@ def test_adversarial_drafts_never_leak(make_llm, monkeypatch):
     proposer = llm.engine.speculator.proposer
     monkeypatch.setattr(proposer, "propose", lambda key, limit: Draft(
         [rng.randrange(3, 380) for _ in range(min(limit, 5))], SOURCE_OWN, 1) if limit > 0 else None)
+    # every draft source random: the forced lead's continuation too
+    monkeypatch.setattr(proposer, "after_text", lambda key, lead, text, limit: Draft(
+        (lead + [rng.randrange(3, 380) for _ in range(5)])[:limit], SOURCE_OWN, 1))
     params = [SamplingParams(temperature=0, max_tokens=30, ignore_eos=True),
               SamplingParams(temperature=1.0, seed=9, max_tokens=30, ignore_eos=True, logprobs=1),
               SamplingParams(json_schema=SCHEMA, temperature=0.7, seed=2, max_tokens=60)]
@@ -163,3 +166,22 @@ def test_plans_do_not_depend_on_timing_unless_fitting(make_llm, fit):
     assert (cost.w > 0) is fit
     if not fit:
         assert cost.overhead_rows() == config.prior_overhead_rows and runs[0] == runs[1]
+
+
+def test_forced_text_left_to_the_sampler_opens_the_draft(make_llm):
+    """Text the constraint forces but jump-forward left (or could not encode) leads the draft."""
+    from types import SimpleNamespace
+
+    from deepinfer.engine.jump_forward import ForcedText
+    llm = make_llm(speculative=True)
+    engine, spec = llm.engine, llm.engine.speculator
+    compiled = engine.compiler.compile_regex("hello (world|there)")
+    seq = SimpleNamespace(matcher=Matcher(compiled), finished=False, params=SamplingParams())
+    ids, text = spec._forced_lead(seq, ForcedText(engine.tokenizer))
+    assert text == "hello " and engine.tokenizer.decode(ids) == "hello "
+    assert all(seq.matcher.accept_token(t) for t in ids) and seq.matcher.find_jump_forward_string() == ""
+    assert spec._forced_lead(seq, ForcedText(engine.tokenizer)) is None     # nothing forced now
+    seq.matcher.reset()
+    assert spec._forced_lead(seq, None) is None                            # jump-forward off
+    spec.config.forced_lead = False
+    assert spec._forced_lead(seq, ForcedText(engine.tokenizer)) is None

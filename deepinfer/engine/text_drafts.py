@@ -1,0 +1,83 @@
+"""Text-suffix continuations: what followed the same text elsewhere, matched on characters.
+
+When the constraint forces text that jump-forward leaves to the sampler (engine/speculative.py),
+a draft opens with those tokens; what comes after them is best predicted by what followed the
+same text in other outputs: after `":` the outputs go on with ` "` (a string value). Token
+n-grams cannot see that match when the tokens before differ (`"name` vs `"city`), so this index
+matches the last `min_chars`..`max_chars` characters of a text against text that ends at a
+token boundary in the outputs of all sequences (running and recently finished, its own
+included), newest occurrence first, and proposes the tokens that followed there.
+
+Token texts come from a `token_text(id) -> str` function (the tokenizer's decode of one token,
+cached by the engine); any fixed function works, matches only need to be consistent.
+Deterministic: the same appended tokens give the same continuations. Knows nothing about
+models, masks or sampling.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Callable
+
+
+@dataclass(eq=False)
+class TextStream:
+    """One output: its tokens and their concatenated text."""
+
+    tokens: list[int] = field(default_factory=list)
+    text: str = ""
+    alive: bool = True
+
+
+class TextPool:
+    """Text suffixes ending at token boundaries -> (stream, token position) of the newest one."""
+
+    def __init__(self, token_text: Callable[[int], str], min_chars: int = 2, max_chars: int = 12,
+                 pool_tokens: int = 16384) -> None:
+        self.token_text, self.min_chars, self.max_chars = token_text, min_chars, max_chars
+        self.pool_tokens = pool_tokens
+        self.entries: dict[str, tuple[TextStream, int]] = {}
+        self.finished: OrderedDict[int, TextStream] = OrderedDict()   # id -> stream, oldest first
+        self.finished_tokens = self.live_tokens = 0
+
+    def extend(self, stream: TextStream, new: list[int]) -> None:
+        """Append tokens to a stream, registering the text before each as a matchable suffix."""
+        entries, lo, hi = self.entries, self.min_chars, self.max_chars
+        for token in new:
+            text, position = stream.text, len(stream.tokens)
+            for n in range(lo, min(hi, len(text)) + 1):
+                entries[text[-n:]] = (stream, position)
+            stream.tokens.append(token)
+            stream.text = text + self.token_text(token)
+        self.live_tokens += len(new)
+
+    def lookup(self, text: str, limit: int) -> tuple[list[int], int] | None:
+        """(tokens[:limit] after the longest matching suffix of `text`, matched characters)."""
+        for n in range(min(self.max_chars, len(text)), self.min_chars - 1, -1):
+            hit = self.entries.get(text[-n:])
+            if hit is not None and hit[0].alive:
+                tokens = hit[0].tokens[hit[1]:hit[1] + limit]
+                if tokens:
+                    return tokens, n
+        return None
+
+    def retire(self, stream: TextStream) -> None:
+        """A sequence finished: keep its output for others, within the token budget."""
+        self.live_tokens -= len(stream.tokens)
+        self.finished[id(stream)] = stream
+        self.finished_tokens += len(stream.tokens)
+        while self.finished_tokens > self.pool_tokens and self.finished:
+            _, old = self.finished.popitem(last=False)
+            old.alive = False
+            self.finished_tokens -= len(old.tokens)
+        if len(self.entries) > 2 * self.max_chars * (self.finished_tokens + self.live_tokens) + 4096:
+            self.entries = {k: v for k, v in self.entries.items() if v[0].alive}
+
+    def clear(self) -> None:
+        """Forget finished outputs."""
+        for stream in self.finished.values():
+            stream.alive = False
+        self.finished.clear()
+        self.finished_tokens = 0
+        self.entries = {k: v for k, v in self.entries.items() if v[0].alive}
