@@ -46,14 +46,22 @@ def sample_rows(rows: list[Row], logits: torch.Tensor, eos_ids: frozenset[int]):
     # Penalties map a masked -inf to -inf and never look at other tokens, so applying them before
     # the mask gives the same logits as after it.
     apply_penalties(logits, sampling)
-    _apply_masks(rows, logits)
+    top = logits.argmax(dim=1).tolist()  # [N], one batched argmax (the first maximum, as row by row)
+    masked = _apply_masks(rows, logits, top)
+    if all(s.params.greedy and s.params.logprobs is None for s in sampling):
+        # The sampler would take the argmax again: only masked rows changed since `top`.
+        if masked:
+            for i, token in zip(masked, logits[masked].argmax(dim=1).tolist()):
+                top[i] = token
+        return top, [None] * len(rows)
     result = sample(logits, sampling)
     return result.token_ids, result.logprobs
 
 
-def _apply_masks(rows: list[Row], logits: torch.Tensor) -> None:
-    """Each row's constraint mask, in place. A greedy row without logprobs whose argmax the matcher
-    accepts needs no mask: masking only removes tokens, so that argmax stays the argmax."""
+def _apply_masks(rows: list[Row], logits: torch.Tensor, top: list[int]) -> list[int]:
+    """Each row's constraint mask, in place; returns the masked rows. A greedy row without logprobs
+    whose argmax (`top`) the matcher accepts needs no mask: masking only removes tokens, so that
+    argmax stays the argmax."""
     bitmask, masked = None, []
     for i, row in enumerate(rows):
         matcher = row.seq.matcher
@@ -63,7 +71,7 @@ def _apply_masks(rows: list[Row], logits: torch.Tensor) -> None:
             if not matcher.accept_token(row.seq.draft[row.j - 1]):
                 raise RuntimeError("internal error: a planned draft token is refused by the constraint")
         params = row.seq.params
-        shortcut = params.greedy and params.logprobs is None and matcher.accept_token(int(torch.argmax(logits[i])))
+        shortcut = params.greedy and params.logprobs is None and matcher.accept_token(top[i])
         if shortcut:
             matcher.rollback(1)
         else:
@@ -75,6 +83,7 @@ def _apply_masks(rows: list[Row], logits: torch.Tensor) -> None:
             matcher.rollback(row.j)
     if masked:
         apply_token_bitmask_inplace(logits, bitmask, indices=masked)
+    return masked
 
 
 def _banned(seq: Sequence, num_output: int, eos_ids: frozenset[int]) -> list[int] | None:
