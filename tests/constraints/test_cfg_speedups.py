@@ -294,3 +294,29 @@ def test_runs_are_shared_by_language_across_lexemes(deepseek_vocab, monkeypatch)
             want = slow.run(lx.digest, lx.trans, lx.accepting, q, ROOT, slow.follow_id(follow))
             assert _entries(fast, run) == _entries(slow, want), q
 
+
+def test_scope_literal_index_equals_column_walk(deepseek_vocab):
+    """Child scopes answer "which entries are a prefix of this literal, does one read past
+    it" through an index of remaining bytes: the same as comparing columns."""
+    from deepinfer.constraints.cfg.literal_runs import _scope_prefixes, _scope_prefixes_walk
+
+    scans = ScanCache(deepseek_vocab)
+    follow = np.ones(256, dtype=bool)
+    scopes = set()
+    for pattern in [r'\{ ?', r'(, ?)|\[', r'[0-9]+', r'"[a-z]*"', r'true|false']:
+        lex = _lexeme(pattern)
+        for q in range(len(lex.trans)):
+            run = scans.run(lex.digest, lex.trans, lex.accepting, q, ROOT, scans.follow_id(follow))
+            if run.child is not None:
+                scopes.add(run.child)
+    assert len(scopes) >= 4
+    literals = [b'"name":', b'"', b'" ', b'"na', b'"nam\xc3\xa9":', b'1', b'12', b'}', b'"a"', b'e,',
+                b'\n  "x"']
+    checked = 0
+    for scope_id in sorted(scopes):
+        for literal in literals:
+            (ids, on), (want_ids, want_on) = (_scope_prefixes(scans, scope_id, literal),
+                                              _scope_prefixes_walk(scans, scope_id, literal))
+            assert set(ids.tolist()) == set(want_ids.tolist()) and on == want_on, (scope_id, literal)
+            checked += bool(want_ids.size) + want_on
+    assert checked >= 5  # the literals do hit entries both ways

@@ -136,6 +136,42 @@ def literal_scope(scans, scope_id: int, literal: bytes) -> tuple[np.ndarray, boo
 
 
 def _scope_prefixes(scans, scope_id: int, literal: bytes) -> tuple[np.ndarray, bool]:
+    """Through the scope's index of remaining bytes (built once per scope): an object's
+    child scopes are asked for every property's literal (one per remaining property),
+    so the per-literal cost is a few dict lookups and one binary search."""
+    index = scans.literal_index.get(scope_id)
+    if index is None:  # first literal: compare columns; the index pays from the second on
+        scans.literal_index[scope_id] = False
+        return _scope_prefixes_walk(scans, scope_id, literal)
+    if index is False:
+        index = scans.literal_index[scope_id] = _scope_index(scans, scope_id)
+    by_rest, rests = index
+    found = [ids for i in range(1, len(literal) + 1) if (ids := by_rest.get(literal[:i])) is not None]
+    pos = bisect_left(rests, literal)
+    if pos < len(rests) and rests[pos] == literal:
+        pos += 1
+    goes_on = pos < len(rests) and rests[pos].startswith(literal)
+    ids = found[0] if len(found) == 1 else np.concatenate(found) if found else _NO_IDS
+    return ids, goes_on
+
+
+def _scope_index(scans, scope_id: int) -> tuple[dict, list]:
+    """({remaining bytes: token ids int32}, the distinct remaining bytes sorted) of a scope."""
+    scope = scans.scopes[scope_id]
+    tokens = scans.sorted_tokens()
+    ids = scans.vocab.sorted_ids.take(scope.positions).tolist()
+    groups: dict[bytes, list[int]] = {}
+    for token_id, p, off in zip(ids, scope.positions.tolist(), scope.offsets.tolist()):
+        groups.setdefault(tokens[p][off:], []).append(token_id)
+    by_rest = {rest: np.array(g, dtype=np.int32) for rest, g in groups.items()}
+    return by_rest, sorted(by_rest)
+
+
+_NO_IDS = np.zeros(0, dtype=np.int32)
+
+
+def _scope_prefixes_walk(scans, scope_id: int, literal: bytes) -> tuple[np.ndarray, bool]:
+    """The same by comparing columns (the definition; tests compare the two)."""
     scope = scans.scopes[scope_id]
     vocab = scans.vocab
     pos, off = scope.positions, scope.offsets
