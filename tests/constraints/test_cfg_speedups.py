@@ -320,3 +320,37 @@ def test_scope_literal_index_equals_column_walk(deepseek_vocab):
             assert set(ids.tolist()) == set(want_ids.tolist()) and on == want_on, (scope_id, literal)
             checked += bool(want_ids.size) + want_on
     assert checked >= 5  # the literals do hit entries both ways
+
+
+def test_small_child_scopes_walked_in_python_equal_vectorized(deepseek_vocab, monkeypatch):
+    """Child scopes of up to FEW_TOKENS entries are read byte by byte (few_walks.walk_scope):
+    the same inside tokens and crossings as the vectorized walk, from every state."""
+    from deepinfer.constraints.cfg import scan
+
+    follow = np.zeros(256, dtype=bool)
+    follow[[ord(c) for c in ',} ]":0123456789tfn']] = True
+    lexemes = [_lexeme(p) for p in [r'\{ ?', r'(, ?)|\[', r'-?(0|[1-9][0-9]*)(\.[0-9]+)?', r'"[a-z]*"',
+                                    r'true|false', r'"ab": ?']]
+    scans = ScanCache(deepseek_vocab)
+    fid = scans.follow_id(follow)
+    scopes = set()
+    for lex in lexemes:
+        for q in range(len(lex.trans)):
+            run = scans.run(lex.digest, lex.trans, lex.accepting, q, ROOT, fid)
+            if run.child is not None and len(scans.scopes[run.child].positions) <= scan.FEW_TOKENS:
+                scopes.add(run.child)
+    assert len(scopes) >= 3
+
+    def child_runs(cache):
+        out = {}
+        for lex in lexemes:
+            for q in range(len(lex.trans)):
+                for scope_id in sorted(scopes):
+                    run = cache._compute(lex.trans, lex.accepting, q, scope_id, follow, (lex.digest, fid))
+                    out[(lex.digest, q, scope_id)] = _entries(cache, run)
+        return out
+
+    fast = child_runs(scans)
+    monkeypatch.setattr(scan, "FEW_TOKENS", 0)  # vectorized to the last byte
+    assert child_runs(scans) == fast
+    assert any(inside or child for inside, child in fast.values())

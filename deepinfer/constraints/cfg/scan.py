@@ -30,7 +30,7 @@ from .chain_runs import chain_split
 from .literal_runs import literal_prefix, literal_walk
 from .tails import SPLIT_MIN, root_walk
 from ..vocab import Vocabulary
-from .few_walks import FEW_TOKENS, finish_few
+from .few_walks import FEW_TOKENS, finish_few, walk_scope
 from .ref_runs import reference_pairs, reference_part, reference_state
 from .scan_tables import (SIG_LEVELS, ascii_signatures, compact_rows, small_sub_dfa_key,  # noqa: F401
                           sub_dfa_digest)
@@ -280,6 +280,9 @@ class ScanCache:
                 else:  # shared walks after the first byte (tails.py); exact on its own
                     root_walk(self, tail_key, trans, accepting, state, follow, keys, inside, hit_idx,
                               hit_off)
+        elif len(scope.positions) <= FEW_TOKENS:  # a small child scope: byte by byte (few_walks.py)
+            walk_scope(self.sorted_tokens(), flat, accepting, follow, scope.positions.tolist(),
+                       scope.offsets.tolist(), state, inside, hit_idx, hit_off)
         else:
             offsets = np.flatnonzero(np.bincount(scope.offsets))  # distinct, ascending
             if len(offsets) <= 4:  # few offsets: column-major walks, one per offset
