@@ -53,7 +53,13 @@ class SpeculativeConfig:
     max_ngram: int = 4
     min_ngram: int = 1
     pool_tokens: int = 16384            # finished outputs kept for drafting
-    prior_overhead_rows: float = 200.0  # alpha / beta before the cost model has data (see module doc)
+    # alpha / beta before the cost model has data (see module doc). Measured (SmolLM2 float32, 1 thread,
+    # session 5): 32 decodes at ~300 tokens of context take 205 ms, with 2/4 rows each 253/398 ms, so
+    # ~100-130 ms fixed and ~2.2 ms a row (alpha/beta ~45-60); prefill chunks cost ~1.8 ms a row at
+    # 128-256 rows, 2.0 at 512, 2.4 at 1024. Kept at 200: in a finite batch a saved step of the
+    # leading sequences shortens the run (prior 60 or 100: 53 steps, 200: 46; the decode steps' CPU
+    # was equal within noise at 1 thread, 9.1-9.5 s in 2 runs each; fewer steps matter more at 2).
+    prior_overhead_rows: float = 200.0
     max_pending: int = 16               # sequences with more uncomputed tokens are still in prefill
     max_forced: int = 16                # forced tokens a draft may carry beyond max_draft
     # Fit alpha / beta online to measured step times. Off by default: plans would then depend on
