@@ -26,7 +26,7 @@ from typing import Callable
 
 from deepinfer.engine.text_drafts import TextPool, TextStream
 
-SOURCE_OWN, SOURCE_POOL, SOURCE_FORCED = 0, 1, 3
+SOURCE_OWN, SOURCE_POOL, SOURCE_FORCED = 0, 1, 2
 
 
 @dataclass

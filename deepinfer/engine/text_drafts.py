@@ -73,11 +73,3 @@ class TextPool:
             self.finished_tokens -= len(old.tokens)
         if len(self.entries) > 2 * self.max_chars * (self.finished_tokens + self.live_tokens) + 4096:
             self.entries = {k: v for k, v in self.entries.items() if v[0].alive}
-
-    def clear(self) -> None:
-        """Forget finished outputs."""
-        for stream in self.finished.values():
-            stream.alive = False
-        self.finished.clear()
-        self.finished_tokens = 0
-        self.entries = {k: v for k, v in self.entries.items() if v[0].alive}

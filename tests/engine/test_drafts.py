@@ -83,8 +83,6 @@ def test_text_pool_matches_the_longest_suffix_at_token_boundaries_newest_first()
     pool.retire(a)
     pool.retire(b)                           # 5 + 2 tokens > 4: a is dropped
     assert pool.lookup('a\n ', 3) is None and pool.lookup('q",', 1) == ([7], 2)
-    pool.clear()
-    assert pool.lookup('q",', 1) is None
 
 
 def test_forced_lead_continues_with_the_text_after_it():
