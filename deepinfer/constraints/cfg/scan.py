@@ -82,7 +82,7 @@ class ScanCache:
         self.tail_seen: set = set()  # tail keys asked for once (tails._worth)
         self.state_digests: dict = {}  # (trans address, rows, state) -> (digest, trans kept alive)
         self.run_keys: dict = {}     # (DFA digest, state) -> the key of its runs (run_key)
-        self.compact: dict = {}      # DFA digest -> scan_tables.compact_rows of its table
+        self.compact: dict = {}      # (trans address, rows) -> (compact_rows of it, trans kept alive)
         self._longer: dict[int, np.ndarray] = {}
         self._sorted_tokens: list[bytes] | None = None
         self._id_positions: np.ndarray | None = None  # int64 [words * 32] (_pack_positions)
@@ -97,8 +97,23 @@ class ScanCache:
         key = (trans.ctypes.data, trans.shape[0], state)
         hit = self.state_digests.get(key)
         if hit is None:
-            hit = self.state_digests[key] = (sub_dfa_digest(trans, accepting, state), trans)
+            # a small sub-DFA (the "any other key" state of every key trie) is named by its
+            # rows, read from the table's cached run lists: no pass over a new trie's table
+            small = self._small_key(trans, accepting, state)
+            hit = self.state_digests[key] = (small or sub_dfa_digest(trans, accepting, state), trans)
         return hit[0]
+
+    def _small_key(self, trans: np.ndarray, accepting: np.ndarray, state: int):
+        """("sub-dfa", the sub-DFA reachable from `state` as a tuple) when it has at most
+        LANGUAGE_STATES states, else None (scan_tables.small_sub_dfa_key)."""
+        if trans.shape[0] > LANGUAGE_DFA:
+            return None
+        address = (trans.ctypes.data, trans.shape[0])
+        hit = self.compact.get(address)
+        if hit is None:
+            hit = self.compact[address] = (compact_rows(trans, accepting), trans)  # keep trans alive
+        sub = small_sub_dfa_key(hit[0], accepting, state, LANGUAGE_STATES)
+        return None if sub is None else ("sub-dfa", sub)
 
     def positions_longer_than(self, offset: int) -> np.ndarray:
         """Sorted positions of the tokens of more than `offset` bytes (cached)."""
@@ -130,14 +145,7 @@ class ScanCache:
         key = (digest, state)
         got = self.run_keys.get(key)
         if got is None:
-            got = key
-            if trans.shape[0] <= LANGUAGE_DFA:
-                tables = self.compact.get(digest)
-                if tables is None:
-                    tables = self.compact[digest] = compact_rows(trans, accepting)
-                sub = small_sub_dfa_key(tables, accepting, state, LANGUAGE_STATES)
-                got = key if sub is None else ("sub-dfa", sub)
-            self.run_keys[key] = got
+            got = self.run_keys[key] = self._small_key(trans, accepting, state) or key
         return got
 
     def run(self, digest: str, trans: np.ndarray, accepting: np.ndarray, state: int,
