@@ -8,7 +8,7 @@
 cache, jump-forward and speculation on, invariance off) and records every forward pass: token ids,
 positions, the sequences' block tables and lengths, the logits rows. `replay` runs the same passes
 in the same order on a fresh KV pool with the same block ids, so every step recomputes exactly the
-KV it read in the run, and prints the thread CPU time per step (and, with --profile N, the
+KV it read in the run, and prints the process CPU time per step (and, with --profile N, the
 torch.profiler table of step N). `--save` keeps the logits; `compare` reports the largest
 difference against saved logits (--ref) and whether the greedy argmax of every row agrees.
 """
@@ -59,10 +59,12 @@ def replay(args) -> None:
     from deepinfer.model.hub import resolve_model
 
     data = torch.load(args.steps)
+    data["steps"] = data["steps"][:args.limit]
     dtype = DTYPES[args.dtype or data["dtype"]]
     model = load_model(resolve_model(None), dtype=dtype)
     pool = KVPool(probe_layer_shapes(model), data["num_blocks"], data["block_size"], dtype)
     saved, times = [], []
+    wall = time.perf_counter()
     for rep in range(args.repeat):
         for i, st in enumerate(data["steps"]):
             slices = [SeqSlice(b, c, n) for b, c, n in st["seqs"]]
@@ -70,12 +72,12 @@ def replay(args) -> None:
             if args.profile is not None and i == args.profile and rep == args.repeat - 1:
                 prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
                 prof.__enter__()
-            start = time.thread_time()
+            start = time.process_time()
             with torch.inference_mode():
                 cache = PagedKVCache(pool, slices, invariant=False)
                 idx = st["idx"] if st["idx"].numel() else st["idx"].new_zeros(1)
                 logits = model.forward(st["ids"], st["pos"], cache, logits_indices=idx)
-            elapsed = time.thread_time() - start
+            elapsed = time.process_time() - start
             if prof is not None:
                 prof.__exit__(None, None, None)
                 print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=args.rows))
@@ -91,7 +93,7 @@ def replay(args) -> None:
                   f"{t * 1000:7.1f} ms")
     pre = sum(t for st, t in zip(steps, times) if max(n for _, _, n in st["seqs"]) > 8)
     print(f"total {sum(times):.3f} s CPU ({len(times)} steps): prefill-bearing {pre:.3f} s, "
-          f"decode-only {sum(times) - pre:.3f} s")
+          f"decode-only {sum(times) - pre:.3f} s; wall {time.perf_counter() - wall:.1f} s for {args.repeat} rounds")
     if args.save:
         torch.save(saved, args.save)
     if args.ref:
@@ -117,6 +119,7 @@ def main() -> None:
     p.add_argument("--save", default=None)
     p.add_argument("--ref", default=None)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--limit", type=int, default=None, help="replay only the first N steps")
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
