@@ -71,13 +71,13 @@ class DecodeSet:
         """Shared prefix once for all rows, own suffix per bucket, merged: [N, Hkv, G, D]."""
         num_rows, hkv, group, d = qd.shape
         shared, bs = self.shared, self.block_size
-        out_p, lse_p = qd.new_empty(num_rows, hkv, group, d), qd.new_empty(num_rows, hkv, group, dtype=torch.float32)
-        for rows, (_, blocks) in zip(self.class_rows, shared.classes):
-            qc = qd if rows is None else qd.index_select(0, rows)
-            o, lse = cascade.prefix_attention(qc, k_blocks, v_blocks, blocks, scale)
-            if rows is None:
-                out_p, lse_p = o, lse
-            else:
+        if self.class_rows[0] is None:  # one class: every row reads the same prefix blocks
+            out_p, lse_p = cascade.prefix_attention(qd, k_blocks, v_blocks, shared.classes[0][1], scale)
+        else:
+            out_p = qd.new_empty(num_rows, hkv, group, d)
+            lse_p = torch.empty(num_rows, hkv, group, dtype=torch.float32)
+            for rows, (_, blocks) in zip(self.class_rows, shared.classes):
+                o, lse = cascade.prefix_attention(qd.index_select(0, rows), k_blocks, v_blocks, blocks, scale)
                 out_p.index_copy_(0, rows, o)
                 lse_p.index_copy_(0, rows, lse)
         out_s = qd.new_empty(num_rows, hkv, group, d)

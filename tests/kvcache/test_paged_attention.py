@@ -111,3 +111,44 @@ def test_decodes_sharing_prefix_blocks_match_dense_attention(window, copies):
                                scale=0.25, sliding_window=window)
         torch.testing.assert_close(out[offset:offset + m], ref, rtol=1e-5, atol=1e-5)
         offset += m
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_bucketed_decodes_with_shared_prefix_and_a_prefill_chunk_match_dense_attention(seed):
+    """Decodes with 1, 2 or 5 new tokens (three buckets, listed out of order) reading a shared prefix,
+    next to a prefill chunk in the same forward pass: every row equals dense causal attention."""
+    rng = random.Random(seed)
+    pool = KVPool([LayerShape((HKV, DK), (HKV, DK))], 128, BS, torch.float32)
+    g = torch.Generator().manual_seed(seed)
+
+    def rand(n):
+        return torch.randn(n, H, DK, generator=g), torch.randn(n, HKV, DK, generator=g), torch.randn(n, HKV, DK, generator=g)
+
+    shared, prefix = [0, 1, 2, 3], 16
+    pq, pk, pv = rand(prefix)
+    PagedKVCache(pool, [SeqSlice(shared, 0, prefix)], invariant=False).attend(0, pq, pk, pv, scale=0.25)
+    news = [rng.choice([1, 2, 5]) for _ in range(6)] + [11]          # the last one is a prefill chunk
+    seqs, data, next_block = [], [], 10
+    for i, m in enumerate(news):
+        n = rng.randint(m, m + 9)                                      # own tokens after the prefix
+        blocks = list(range(next_block, next_block + -(-n // BS)))
+        next_block += len(blocks)
+        q, k, v = rand(n)
+        table = shared + blocks if i < len(news) - 1 else [50, 51, 52, 53] + blocks  # prefill: own prefix copy
+        if i == len(news) - 1:
+            PagedKVCache(pool, [SeqSlice(table, 0, prefix)], invariant=False).attend(0, pq, pk, pv, scale=0.25)
+        if n > m:
+            PagedKVCache(pool, [SeqSlice(table, prefix, n - m)], invariant=False).attend(
+                0, q[:n - m], k[:n - m], v[:n - m], scale=0.25)
+        seqs.append(SeqSlice(table, prefix + n - m, m))
+        data.append((q, k, v, n, m))
+    cache = PagedKVCache(pool, seqs, invariant=False)
+    assert cache.plan.decodes.shared is not None and len(cache.plan.prefills) == 1
+    out = cache.attend(0, torch.cat([q[n - m:] for q, _, _, n, m in data]),
+                       torch.cat([k[n - m:] for _, k, _, n, m in data]),
+                       torch.cat([v[n - m:] for _, _, v, n, m in data]), scale=0.25)
+    offset = 0
+    for q, k, v, n, m in data:
+        ref = causal_attention(q[n - m:], torch.cat([pk, k]), torch.cat([pv, v]), prefix + n - m, scale=0.25)
+        torch.testing.assert_close(out[offset:offset + m], ref, rtol=1e-5, atol=1e-5)
+        offset += m
