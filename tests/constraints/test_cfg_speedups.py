@@ -100,6 +100,9 @@ def test_root_runs_equal_plain_walks(deepseek_vocab, monkeypatch, pattern):
     monkeypatch.setattr(scan, "FEW_TOKENS", 0)  # vectorized to the last byte (few_walks.py off)
     monkeypatch.setattr(scan, "literal_prefix", lambda *args: None)
     monkeypatch.setattr(ScanCache, "_loop_shortcut", lambda self, t, a, s, f, keys: (None, None))
+    # no loop-signature shortcut inside walks either: every byte read
+    monkeypatch.setattr(ScanCache, "_loops", lambda self, t, a, f: (np.zeros((t.shape[0], 2), np.uint64),
+                                                                  np.zeros(t.shape[0], dtype=bool)))
     slow = ScanCache(deepseek_vocab)
     for (q, i), entries in got.items():
         fid = slow.follow_id(follows[i])

@@ -169,14 +169,19 @@ class ScanCache:
         cur = np.full(idx.shape, state, dtype=np.int64)
         lens = self.vocab.sorted_lengths[idx]
         loop_bits, loop_ok = self._loops(flat.reshape(-1, 256), accepting, follow)
+        loops = bool(loop_ok.any())
         while idx.size:
             if idx.size <= FEW_TOKENS:  # a few long tokens left: byte by byte (few_walks.py)
                 finish_few(self.sorted_tokens(), flat, accepting, follow, idx, j, cur, inside, hit_idx, hit_off)
                 return
-            if j < SIG_LEVELS and loop_ok.any():  # rests that loop on their state: inside
-                sig = self.ascii_sig[j].take(idx, axis=0)              # [k, 2]
+            # rests that loop on their state: inside. Past the stored suffix signatures the
+            # whole token's bytes stand in for its rest's (a superset: sound, catches fewer),
+            # e.g. a key's letters once it has left the trie for the "any other key" state
+            if loops and (j < SIG_LEVELS or loop_ok.take(cur).any()):
+                level = j if j < SIG_LEVELS else 0
+                sig = self.ascii_sig[level].take(idx, axis=0)          # [k, 2]
                 bits = loop_bits.take(cur, axis=0)                     # [k, 2]
-                stay = (loop_ok.take(cur) & ~self.non_ascii[j].take(idx)
+                stay = (loop_ok.take(cur) & ~self.non_ascii[level].take(idx)
                         & ((sig[:, 0] & ~bits[:, 0]) == 0) & ((sig[:, 1] & ~bits[:, 1]) == 0))
                 if stay.any():
                     inside.append(idx[stay])
