@@ -2,7 +2,8 @@
 
 Running sequences go first (decodes, then unfinished prefill chunks), then
 waiting ones are admitted in arrival order while the per-step token budget and
-KV blocks last. With chunked prefill a long prompt is split across steps and
+KV blocks last; a waiting sequence whose next prompt block another sequence computes in
+this very step waits one step and reads it from the prefix cache instead. With chunked prefill a long prompt is split across steps and
 mixed with other sequences' decodes. When blocks run out, the most recently
 admitted running sequence is preempted: its blocks are freed and it is
 recomputed later (its full blocks usually come back from the prefix cache).
@@ -85,8 +86,11 @@ class Scheduler:
         return batch
 
     def _admit(self, batch: list[ScheduledSeq], budget: int) -> int:
-        while self.waiting and budget > 0 and len(self.running) < self.config.max_num_seqs:
-            seq = self.waiting[0]
+        for seq in list(self.waiting):
+            if budget <= 0 or len(self.running) >= self.config.max_num_seqs:
+                break
+            if self._prefix_computed_in(batch, seq):
+                continue  # next step reads that prefix from the cache instead of computing it twice
             table = BlockTable()
             cached = self.blocks.allocate_prefix(table, seq.token_ids)
             remaining = seq.num_tokens - cached
@@ -97,7 +101,7 @@ class Scheduler:
             if not self.blocks.grow(table, cached + num_new):
                 self.blocks.free(table)
                 break
-            self.waiting.popleft()
+            self.waiting.remove(seq)
             if seq.num_computed == 0 and not seq.output_token_ids:
                 seq.num_cached_prompt = cached
             seq.table, seq.num_computed, seq.status = table, cached, RequestStatus.RUNNING
@@ -105,6 +109,26 @@ class Scheduler:
             batch.append(ScheduledSeq(seq, num_new))
             budget -= num_new
         return budget
+
+    def _prefix_computed_in(self, batch: list[ScheduledSeq], seq: Sequence) -> bool:
+        """Whether a sequence of this step's batch computes at least the next full KV block of
+        `seq`'s tokens (same tokens from the start, past what the prefix cache holds for `seq`).
+        Admitting `seq` now would compute that block twice (requests sharing a system prompt
+        all arriving at once) and split later decodes into several shared-prefix groups; one
+        step later it is a cache hit. Never defers for ever: the other sequence makes progress."""
+        if not self.blocks.enable_prefix_caching:
+            return False
+        size = self.blocks.block_size
+        cached = len(self.blocks.match_prefix(seq.token_ids)) * size
+        for item in batch:
+            other = item.seq
+            end = min(other.num_computed + item.num_new, seq.num_tokens - 1)
+            if other.num_computed > cached or end - cached < size:
+                continue
+            shared = _common_prefix(seq.token_ids, other.token_ids, end)
+            if shared - cached >= size:
+                return True
+        return False
 
     def _preempt(self, seq: Sequence) -> None:
         """Free the sequence's blocks; it will be recomputed from its tokens later."""
@@ -123,3 +147,13 @@ class Scheduler:
         elif seq in self.waiting:
             self.waiting.remove(seq)
         self.blocks.free(seq.table)
+
+
+def _common_prefix(a: list[int], b: list[int], limit: int) -> int:
+    """Length of the common prefix of `a` and `b`, at most `limit`."""
+    n = 0
+    for x, y in zip(a[:limit], b[:limit]):
+        if x != y:
+            break
+        n += 1
+    return n

@@ -61,6 +61,27 @@ def test_prefix_cache_hit_skips_prompt_compute_and_keeps_output(make_llm):
     assert llm.engine.stats()["prefix_cache_hit_rate"] > 0.4
 
 
+@pytest.mark.parametrize("caching", [True, False])
+def test_requests_arriving_together_compute_a_shared_prefix_once(make_llm, caching):
+    llm = make_llm(block_size=4, max_num_batched_tokens=512)
+    engine = llm.engine
+    engine.blocks.enable_prefix_caching = caching
+    batches = record_batches(engine)
+    prompts = [LONG + tail for tail in ("A", "B b", "C c c")]
+    outs = llm.generate(prompts, params())
+    ids = [o.prompt_token_ids for o in outs]
+    common = next(i for i, (a, b, c) in enumerate(zip(*ids)) if not a == b == c)
+    shared_blocks = common // 4 * 4
+    if caching:  # the later two wait one step, then read the shared blocks from the cache
+        assert batches[0] == [("req-0", len(outs[0].prompt_token_ids))]
+        assert [o.num_cached_tokens for o in outs] == [0, shared_blocks, shared_blocks] and shared_blocks > 0
+    else:
+        assert [rid for rid, _ in batches[0]] == ["req-0", "req-1", "req-2"]
+        assert [o.num_cached_tokens for o in outs] == [0, 0, 0]
+    alone = [llm.generate(p, params())[0].token_ids for p in prompts]
+    assert [o.token_ids for o in outs] == alone
+
+
 def test_preemption_recomputes_and_gives_identical_outputs(make_llm):
     prompts = [f"number {i}: the lazy dog jumps" for i in range(6)]    # ~5 blocks each + 5 to decode
     roomy = make_llm(num_kv_blocks=512, block_size=4).generate(prompts, params(max_tokens=20))
