@@ -357,3 +357,21 @@ def test_small_child_scopes_walked_in_python_equal_vectorized(deepseek_vocab, mo
     monkeypatch.setattr(scan, "FEW_TOKENS", 0)  # vectorized to the last byte
     assert child_runs(scans) == fast
     assert any(inside or child for inside, child in fast.values())
+
+
+def test_keys_from_some_first_bytes_equal_the_full_table():
+    """A key-trie node lists the prefix keys of its few non-shared first bytes directly:
+    the same keys, in the same order, as the full table filtered to those bytes."""
+    from deepinfer.constraints.cfg.scan import _keys_from, _live_keys
+    rng = np.random.default_rng(1)
+    for _ in range(100):
+        n = int(rng.integers(2, 30))
+        trans = rng.integers(-1, n, (n, 256)).astype(np.int32)
+        trans[rng.random((n, 256)) < 0.7] = -1
+        accepting, follow = rng.random(n) < 0.4, rng.random(256) < 0.3
+        q, same = int(rng.integers(n)), rng.random(256) < 0.5
+        live = _live_keys(trans, accepting, q, follow)
+        want = np.zeros(0, np.int64) if live is None else np.flatnonzero(live)
+        want = want[~same.take(want // 257)]
+        got = _keys_from(trans, accepting, q, follow, np.flatnonzero((trans[q] >= 0) & ~same))
+        assert np.array_equal(got, want)

@@ -74,6 +74,10 @@ def root_walk(scans, key, trans, accepting, state, follow, keys, inside, hit_idx
     # (no tail is worth it)
     firsts = keys // 257
     counts = np.bincount(firsts, weights=vocab.pair_counts.take(keys), minlength=256).take(ok)
+    if counts.sum() < SPLIT_MIN:  # no group big enough for a tail (a key-trie node's letters)
+        scans._walk_uniform(trans.reshape(-1), accepting, follow, _ranges(keys, vocab), 0, state, inside,
+                            hit_idx, hit_off)
+        return
     targets = row.take(ok)
     col0 = vocab.sorted_bytes_T[0]
     small = np.ones(256, dtype=bool)
