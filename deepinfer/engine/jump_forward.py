@@ -19,6 +19,10 @@ What it keeps and what it changes:
   forced); without that rule 2 of the 32 SmolLM2 benchmark outputs changed, with it none did in
   float32 (the forced keys, e.g. `name` in `"name":`, are appended; 7 tokens per output there).
   Outside batch-invariant mode a step's composition affects numerics, and jump-forward changes it;
+- a constraint that is complete and allows nothing but end-of-sequence ends the output at once
+  (after a JSON object's closing `}`): the end token is appended as forced text, the tokenizer's
+  primary one when several are allowed (the text is the same; only that special token's id may
+  differ from a sampled end), saving a step per output (`forced_end`);
 - requests that ask for logprobs never jump (forced tokens would have none);
 - `EngineConfig(jump_forward=False)` turns it off.
 Knows nothing about the model or the KV cache.
@@ -105,4 +109,19 @@ def jump_forward(seq: Sequence, forced: ForcedText, eos_ids: frozenset[int], max
             break
         append_token(seq, token, None, eos_ids, max_model_len, accepted=True)
         appended += 1
+    end = None if seq.finished else forced_end(seq, forced, eos_ids)
+    if end is not None and seq.matcher.accept_token(end):
+        append_token(seq, end, None, eos_ids, max_model_len, accepted=True)
+        appended += 1
     return appended
+
+
+def forced_end(seq: Sequence, forced: ForcedText, eos_ids: frozenset[int]) -> int | None:
+    """The end token to append when the constraint is complete and allows only end tokens."""
+    if not seq.matcher.is_completed():
+        return None
+    allowed = seq.matcher.allowed_token_ids()
+    if allowed.size == 0 or not all(int(t) in eos_ids for t in allowed):
+        return None
+    primary = forced.tokenizer.eos_token_id
+    return primary if primary in set(allowed.tolist()) else int(allowed[0])

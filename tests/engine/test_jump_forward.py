@@ -54,6 +54,15 @@ def test_fully_forced_output_needs_no_sampling_step(make_llm):
     plain = make_llm(jump_forward=False).generate(["say it:"], SamplingParams(regex="hello world", max_tokens=50))
     assert plain[0].text == "hello world"
     assert llm.engine.stats()["jump_forward_tokens"] >= 1
+    # complete, and nothing but an end token allowed: the end is forced too, no step at all
+    assert outs[0].token_ids[-1] == llm.tokenizer.eos_token_id and llm.engine.stats()["steps"] == 0
+    assert plain[0].token_ids[-1] in llm.tokenizer.eos_token_ids
+
+
+def test_a_completed_constraint_that_may_continue_is_left_to_the_model(make_llm):
+    llm = make_llm(family="llama")
+    outs = llm.generate(["say it:"], SamplingParams(regex="hello( world)?", max_tokens=50, temperature=0))
+    assert outs[0].text in ("hello", "hello world") and llm.engine.stats()["steps"] >= 1
 
 
 def test_max_tokens_and_stop_strings_apply_inside_forced_text(make_llm):
