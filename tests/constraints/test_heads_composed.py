@@ -49,3 +49,24 @@ def test_not_composed_when_the_first_part_can_read_the_literal():
 
 def test_not_composed_without_a_literal_after_the_first_item():
     assert heads._composed(ir.Seq((ir.Literal("{"), *WS.items))) is None
+
+
+@pytest.mark.parametrize("names", [["id", "idx", "name"], ["a"], ["", "b\\"], ["été", "x\ny", "日本"],
+                                   [f"k{i}" for i in range(12)]])
+def test_not_in_head_has_the_tries_language(names):
+    """A key trie alone (the tail part of a `,` ws `"` trie head) from not_in_dfa.py equals
+    its determinized DFA once minimized."""
+    from deepinfer.constraints.frontends.json_not_in import encoded_not_in
+
+    expr = ir.Seq((encoded_not_in(names),))
+    got = heads._not_in_head(expr)
+    assert got is not None and got.digest.startswith("head:not_in:")
+    want = determinize(build_nfa(expr), Limits())
+    t, a = _minimal(got.trans, got.accepting)
+    assert np.array_equal(t, want.trans) and np.array_equal(a, want.accepting)
+    composed = heads._composed(ir.Seq((ir.Literal(","), *WS.items, ir.Literal('"'), expr.items[0])))
+    if composed is not None:  # the whole head built from it has the head's language too
+        whole = ir.Seq((ir.Literal(","), *WS.items, ir.Literal('"'), expr.items[0]))
+        want = determinize(build_nfa(whole), Limits())
+        t, a = _minimal(composed.trans, composed.accepting)
+        assert np.array_equal(t, want.trans) and np.array_equal(a, want.accepting)

@@ -131,6 +131,9 @@ def _build(expr) -> Head | None:
     composed = _composed(expr)
     if composed is not None:
         return composed
+    direct = _not_in_head(expr)
+    if direct is not None:
+        return direct
     try:
         nfa = build_nfa(expr, max_states=MAX_HEAD_NFA)
         dfa = determinize(nfa, Limits(max_nfa_states=MAX_HEAD_NFA, max_dfa_states=MAX_HEAD_NFA))
@@ -139,6 +142,31 @@ def _build(expr) -> Head | None:
     trans = np.ascontiguousarray(dfa.trans, dtype=np.int32)
     trans.flags.writeable = False
     return _finish(trans, dfa.accepting, "head:" + dfa.digest)
+
+
+def _not_in_head(expr) -> Head | None:
+    """A key trie "any name but these" (json_not_in) alone: its table assembled from the
+    names (not_in_dfa.py), not determinized. Why: `,` ws `"` trie heads are built when their
+    lexeme's first thread starts (automaton.py), and the trie's subset construction plus
+    minimization was a ~2 ms mask step. Exact (not_in_dfa's construction; the table need
+    not be minimal, as in _composed); None when that construction does not apply."""
+    if not isinstance(expr, ir.Seq) or len(expr.items) != 1:
+        return None
+    from .not_in_dfa import not_in_rest_dfa  # it imports this module
+
+    try:
+        got = not_in_rest_dfa(expr, Limits(max_nfa_states=MAX_HEAD_NFA, max_dfa_states=MAX_HEAD_NFA))
+    except ConstraintError:
+        return None
+    if got is None:
+        return None
+    trans = np.ascontiguousarray(got[0], dtype=np.int32)
+    accepting = np.asarray(got[1], dtype=bool)
+    if len(trans) > MAX_HEAD_NFA:
+        return None
+    trans.flags.writeable = False
+    digest = hashlib.blake2b(trans.tobytes() + accepting.tobytes(), digest_size=16).hexdigest()
+    return _finish(trans, accepting, "head:not_in:" + digest)
 
 
 def _composed(expr) -> Head | None:
