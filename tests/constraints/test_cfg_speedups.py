@@ -77,7 +77,7 @@ def test_root_runs_equal_plain_walks(deepseek_vocab, monkeypatch, pattern):
         follow[[ord(c) for c in chars]] = True
         follows.append(follow)
     fast = ScanCache(deepseek_vocab)
-    from deepinfer.constraints.cfg import scan
+    from deepinfer.constraints.cfg import scan, scan_walks
 
     splits, refs = [], []
     monkeypatch.setattr(scan, "chain_split", lambda *a: splits.append(chain_split(*a)) or splits[-1])
@@ -98,6 +98,7 @@ def test_root_runs_equal_plain_walks(deepseek_vocab, monkeypatch, pattern):
     monkeypatch.setattr(scan, "chain_split", lambda *args: None)
     monkeypatch.setattr(scan, "reference_state", lambda *args: None)
     monkeypatch.setattr(scan, "FEW_TOKENS", 0)  # vectorized to the last byte (few_walks.py off)
+    monkeypatch.setattr(scan_walks, "FEW_TOKENS", 0)
     monkeypatch.setattr(scan, "literal_prefix", lambda *args: None)
     monkeypatch.setattr(ScanCache, "_loop_shortcut", lambda self, t, a, s, f, keys: (None, None))
     # no loop-signature shortcut inside walks either: every byte read
@@ -328,7 +329,7 @@ def test_scope_literal_index_equals_column_walk(deepseek_vocab):
 def test_small_child_scopes_walked_in_python_equal_vectorized(deepseek_vocab, monkeypatch):
     """Child scopes of up to FEW_TOKENS entries are read byte by byte (few_walks.walk_scope):
     the same inside tokens and crossings as the vectorized walk, from every state."""
-    from deepinfer.constraints.cfg import scan
+    from deepinfer.constraints.cfg import scan, scan_walks
 
     follow = np.zeros(256, dtype=bool)
     follow[[ord(c) for c in ',} ]":0123456789tfn']] = True
@@ -355,6 +356,7 @@ def test_small_child_scopes_walked_in_python_equal_vectorized(deepseek_vocab, mo
 
     fast = child_runs(scans)
     monkeypatch.setattr(scan, "FEW_TOKENS", 0)  # vectorized to the last byte
+    monkeypatch.setattr(scan_walks, "FEW_TOKENS", 0)
     assert child_runs(scans) == fast
     assert any(inside or child for inside, child in fast.values())
 

@@ -15,7 +15,9 @@ property name, else by the DFA's digest and the state). One numpy step per byte
 position, never a Python loop over tokens. A root run picks the cheapest
 exact strategy: a forced literal by binary search (literal_runs.py), a
 counting chain from a cached row (chain_runs.py), a loop shortcut, or shared
-tails (tails.py). Knows nothing about parsing.
+tails (tails.py); the byte walks themselves live in scan_walks.py. Owns the
+scopes, the run cache and keys, and the choice of strategy. Knows nothing
+about parsing.
 """
 
 from __future__ import annotations
@@ -25,15 +27,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..masks import _ranges, pack_mask
+from ..masks import _ranges, pack_mask  # noqa: F401  (_ranges: tests read scan._ranges)
 from .chain_runs import chain_split
 from .literal_runs import literal_prefix, literal_walk
 from .tails import SPLIT_MIN, root_walk
 from ..vocab import Vocabulary
-from .few_walks import FEW_TOKENS, finish_few, walk_scope
+from .few_walks import FEW_TOKENS, walk_scope
 from .ref_runs import reference_pairs, reference_part, reference_state
 from .scan_tables import (SIG_LEVELS, ascii_signatures, compact_rows, small_sub_dfa_key,  # noqa: F401
                           sub_dfa_digest)
+from .scan_walks import keys_from, live_keys, loop_shortcut, loop_table, walk_offsets, walk_uniform
+
+_keys_from, _live_keys = keys_from, live_keys  # the old names (tests import them from here)
 
 ROOT = 0
 SMALL_ROOT = 2_048  # root runs with fewer inside tokens keep ids (a packed row costs more)
@@ -163,94 +168,10 @@ class ScanCache:
                                                  self.follows[follow_id], (digest, follow_id))
         return hit
 
-    def _walk_uniform(self, flat, accepting, follow, idx, j, state, inside, hit_idx, hit_off):
-        """Entries all at offset j (the root scope, or a group): column-major byte reads."""
-        cols = self.vocab.sorted_bytes_T                           # [width, n]
-        cur = np.full(idx.shape, state, dtype=np.int64)
-        lens = self.vocab.sorted_lengths[idx]
-        loop_bits, loop_ok = self._loops(flat.reshape(-1, 256), accepting, follow)
-        loops = bool(loop_ok.any())
-        while idx.size:
-            if idx.size <= FEW_TOKENS:  # a few long tokens left: byte by byte (few_walks.py)
-                finish_few(self.sorted_tokens(), flat, accepting, follow, idx, j, cur, inside, hit_idx, hit_off)
-                return
-            # rests that loop on their state: inside. Past the stored suffix signatures the
-            # whole token's bytes stand in for its rest's (a superset: sound, catches fewer),
-            # e.g. a key's letters once it has left the trie for the "any other key" state
-            if loops and (j < SIG_LEVELS or loop_ok.take(cur).any()):
-                level = j if j < SIG_LEVELS else 0
-                sig = self.ascii_sig[level].take(idx, axis=0)          # [k, 2]
-                bits = loop_bits.take(cur, axis=0)                     # [k, 2]
-                stay = (loop_ok.take(cur) & ~self.non_ascii[level].take(idx)
-                        & ((sig[:, 0] & ~bits[:, 0]) == 0) & ((sig[:, 1] & ~bits[:, 1]) == 0))
-                if stay.any():
-                    inside.append(idx[stay])
-                    keep = ~stay
-                    idx, cur, lens = idx[keep], cur[keep], lens[keep]
-                    if not idx.size:
-                        break
-            cur = flat.take(cur * 256 + cols[j].take(idx))          # [k] state after byte j
-            j += 1
-            live = cur >= 0
-            end = lens == j
-            done = live & end
-            if done.any():
-                inside.append(idx[done])
-            keep = live & ~end
-            idx, cur, lens = idx[keep], cur[keep].astype(np.int64), lens[keep]
-            acc = accepting.take(cur)
-            if acc.any():
-                cand = idx[acc]
-                cand = cand[follow.take(cols[j].take(cand))]
-                if cand.size:
-                    hit_idx.append(cand)
-                    hit_off.append(np.full(cand.size, j, dtype=np.int64))
-
-    def _walk_offsets(self, flat, accepting, follow, idx, off, cur, lens, inside, hit_idx, hit_off):
-        mat = self.vocab.sorted_bytes
-        while idx.size:
-            cur = flat.take(cur * 256 + mat[idx, off])              # [k] state after one more byte
-            off = off + 1
-            live = cur >= 0
-            end = lens == off
-            done = live & end
-            if done.any():
-                inside.append(idx[done])
-            keep = live & ~end
-            idx, cur, lens, off = idx[keep], cur[keep].astype(np.int64), lens[keep], off[keep]
-            acc = accepting.take(cur)
-            if acc.any():
-                ok = follow.take(mat[idx[acc], off[acc]])
-                if ok.any():
-                    hit_idx.append(idx[acc][ok])
-                    hit_off.append(off[acc][ok])
-
-    def _loops(self, trans, accepting, follow) -> tuple[np.ndarray, np.ndarray]:
-        """Per state: uint64 [S, 2] ASCII bytes looping on it, and bool [S] whether a
-        token whose rest loops there is simply inside (not accepting, or no looping
-        byte may follow the lexeme, so no boundary can be crossed)."""
-        key = (trans.ctypes.data, trans.shape[0], follow.tobytes())
-        hit = self.loops.get(key)
-        if hit is None:
-            me = np.arange(trans.shape[0])[:, None]
-            loop = trans[:, :128] == me                                   # bool [S, 128]
-            bits = np.packbits(loop, axis=1, bitorder="little").view("<u8")
-            ok = loop.any(axis=1) & (~accepting | ~(loop & follow[None, :128]).any(axis=1))
-            hit = self.loops[key] = (np.ascontiguousarray(bits), ok, trans)  # keep trans alive
-        return hit[0], hit[1]
-
-    def _loop_shortcut(self, trans, accepting, state, follow, keys):
-        """Split the candidates (prefix keys `keys`) into the rest and the ASCII tokens
-        all of whose bytes loop on `state` (they stay in it: inside, and no boundary
-        where a follow byte could come next); (None, None) if that does not apply."""
-        loop = trans[state, :128] == state                               # bool [128]
-        if loop.sum() < 8 or (accepting[state] and (loop & follow[:128]).any()):
-            return None, None
-        idx = _ranges(keys, self.vocab)
-        bits = np.packbits(loop, bitorder="little").view("<u8")          # uint64 [2]
-        sig = self.ascii_sig[0][idx]
-        stays = ~self.non_ascii[0][idx] & ((sig[:, 0] & ~bits[0]) == 0) & ((sig[:, 1] & ~bits[1]) == 0)
-        return idx[~stays], idx[stays]
+    _walk_uniform = walk_uniform    # scan_walks.py, bound as methods
+    _walk_offsets = walk_offsets
+    _loops = loop_table
+    _loop_shortcut = loop_shortcut
 
     def _compute(self, trans, accepting, state, scope_id, follow, tail_key) -> Run:
         vocab = self.vocab
@@ -269,14 +190,14 @@ class ScanCache:
             g, same = ref
             base_row = reference_part(self, self.run(tail_key[0], trans, accepting, g, ROOT, tail_key[1]),
                                       same, trans[g] >= 0, hit_idx, hit_off)
-            keys = _keys_from(trans, accepting, state, follow, np.flatnonzero((trans[state] >= 0) & ~same))
+            keys = keys_from(trans, accepting, state, follow, np.flatnonzero((trans[state] >= 0) & ~same))
             if keys.size:
                 keys = reference_pairs(self, trans, accepting, state, g, follow, keys, inside, hit_idx,
                                        hit_off)
             if keys.size:
                 root_walk(self, tail_key, trans, accepting, state, follow, keys, inside, hit_idx, hit_off)
         elif scope_id == ROOT:
-            live = _live_keys(trans, accepting, state, follow)
+            live = live_keys(trans, accepting, state, follow)
             split = None if live is None else chain_split(self, trans, accepting, state, follow, live,
                                                           SPLIT_MIN)
             if split is not None:  # a counting chain (chain_runs.py)
@@ -342,34 +263,3 @@ class ScanCache:
 
 
 _NO_IDS = np.zeros(0, dtype=np.int32)
-
-
-def _keys_from(trans, accepting, state: int, follow, firsts: np.ndarray) -> np.ndarray:
-    """int64 ascending: the prefix keys _live_keys marks, for the first bytes `firsts`
-    only (live from `state`, ascending). Why: a key-trie node walks only its few
-    non-shared first bytes; the full [256, 257] table cost ~100 us per node."""
-    if not firsts.size:
-        return np.zeros(0, np.int64)
-    q1 = trans[state].take(firsts)                                   # [k]
-    table = np.ones((firsts.size, 257), dtype=bool)                  # column 0: one-byte tokens
-    table[:, 1:] = (trans.take(q1, axis=0) >= 0) | (accepting.take(q1)[:, None] & follow[None, :])
-    rows, cols = np.nonzero(table)
-    return firsts.astype(np.int64).take(rows) * 257 + cols
-
-
-def _live_keys(trans, accepting, state: int, follow) -> np.ndarray | None:
-    """bool [256 * 257]: the prefix keys (vocab.pair_start) of tokens whose first two
-    bytes can be read from `state`: the second byte inside the lexeme, or starting
-    the next one (after an accepting state, a byte of the follow set); None if no
-    byte can. Prunes key tries and literals to a few hundred tokens before any walk."""
-    row0 = trans[state]
-    b0 = np.flatnonzero(row0 >= 0)
-    if not b0.size:
-        return None
-    q1 = row0.take(b0)
-    live = np.zeros((256, 257), dtype=bool)
-    live[b0, 0] = True
-    live[b0, 1:] = (trans[q1] >= 0) | (accepting.take(q1)[:, None] & follow[None, :])
-    return live.reshape(-1)
-
-
