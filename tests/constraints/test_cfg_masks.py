@@ -150,14 +150,14 @@ def test_rollback_restores_masks(small_compiler, small_vocab):
 
 
 def test_scan_cache_reset_keeps_masks(small_compiler, small_vocab, monkeypatch):
-    import deepinfer.constraints.cfg.automaton as cfg_automaton
+    import deepinfer.constraints.cfg.automaton_masks as cfg_automaton_masks
 
     compiled = small_compiler.compile_grammar(name="json")
     rng = random.Random(9)
     m = Matcher(compiled)
     for _ in range(15):
         expected = m.allowed_token_ids()
-        monkeypatch.setattr(cfg_automaton, "MAX_ENTRIES", -1)  # a fresh cache on every mask
+        monkeypatch.setattr(cfg_automaton_masks, "MAX_ENTRIES", -1)  # a fresh cache on every mask
         assert np.array_equal(m.allowed_token_ids(), expected)
         monkeypatch.undo()
         text = [int(i) for i in expected if i not in small_vocab.eos_ids]

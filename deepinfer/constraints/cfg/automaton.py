@@ -17,7 +17,9 @@ grammar whose rules are all productive) or some thread accepts in the middle
 of it and the rest of the token is allowed after completing that lexeme. The
 first part is a cached per-(DFA, state) vector (scan.py); the second recurses
 only on the tokens that cross a boundary, with one Earley step per
-(thread, recursion level), never a loop over the vocabulary.
+(thread, recursion level), never a loop over the vocabulary. This module owns
+the state and its byte steps; the masks are automaton_masks.py (CfgMasks), the
+thread codes threads.py.
 """
 
 from __future__ import annotations
@@ -26,28 +28,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..masks import pack_mask
 from ..vocab import Vocabulary
+from .automaton_masks import CfgMasks, scan_cache  # noqa: F401  (scan_cache: re-export)
 from .earley import Chart, Parser
 from .follow import follow_first_bytes
 from .lexemes import Bnf, lexeme_index
 from .heads import head_for, install_composed
-from .literal_runs import expr_literal, literal_scope
-from .scan import MAX_ENTRIES, ROOT, ScanCache
+from .literal_runs import expr_literal
+from .scan import ScanCache
+from .threads import AT_START, HEAD, STUCK, Thread  # noqa: F401  (Thread: re-export)
 
 MAX_FORCED = 4096
-Thread = tuple  # (lexeme index, origin set, dfa state, or -1 - i: i bytes into its literal)
-# A new thread sits at its lexeme's start without touching the DFA: building it
-# (lexeme.py, tens of ms) waits until a byte it can start with arrives or a mask
-# needs it, so threads that die at the next byte of a token never pay for one.
-# A lexeme that starts with a literal (a property key `"name":`) is read through
-# that literal, and masked there, without its DFA (literal_runs.py): of an
-# object's many key lexemes only the one taken is ever built.
-# A lexeme `,` ws `"name":` ws is read through a head DFA shared by all such
-# lexemes (heads.py), then its literal: threads in the head are HEAD - h.
-AT_START = -1
-HEAD = -(1 << 30)
-STUCK = -(1 << 40)  # read its literal, but its DFA failed to build (empty language)
 
 
 @dataclass(frozen=True, eq=False)
@@ -57,16 +48,7 @@ class CfgState:
     fresh: bool   # the last item set ends at the current byte (eos possible there)
 
 
-def scan_cache(vocab: Vocabulary) -> ScanCache:
-    """The vocabulary's shared scan cache; replaced by a fresh one once it grows
-    past MAX_ENTRIES (memos keyed by scope ids carry the cache's identity)."""
-    cache = vocab.mask_cache.get("cfg_scan")
-    if cache is None or cache.entries > MAX_ENTRIES:
-        cache = vocab.mask_cache["cfg_scan"] = ScanCache(vocab)
-    return cache
-
-
-class CfgAutomaton:
+class CfgAutomaton(CfgMasks):
     """TokenAutomaton for a grammar split into lexemes and BNF (see lexemes.py)."""
 
     def __init__(self, bnf: Bnf, vocab: Vocabulary) -> None:
@@ -246,101 +228,3 @@ class CfgAutomaton:
         if got is None:
             got = self._live[key] = tuple(np.flatnonzero(self.lexemes[lex].trans[q] >= 0).tolist())
         return got
-
-    # ---------------------------------------------------------------- masks
-    def fill_mask(self, state: CfgState, row: np.ndarray) -> None:
-        rows: list[np.ndarray] = []
-        ids: list[np.ndarray] = []
-        scans = scan_cache(self.vocab)
-        ctx = self._follow_ids  # (cache, follow-set id per lexeme): one snapshot per mask
-        if ctx[0] is not scans:
-            ctx = self._follow_ids = (scans, [scans.follow_id(f) for f in self.follow_bytes])
-        self._explore(ctx, state.chart, state.threads, ROOT, rows, ids)
-        if rows:
-            np.copyto(row, rows[0])
-            for extra in rows[1:]:
-                np.bitwise_or(row, extra, out=row)
-        else:
-            row[:] = 0
-        if ids:  # ids repeat across runs (pack_mask allows that); sparse packing when few
-            np.bitwise_or(row, pack_mask(ids[0] if len(ids) == 1 else np.concatenate(ids), self.vocab),
-                          out=row)
-
-    def _explore(self, ctx, chart: Chart, threads, scope: int, rows: list, ids: list) -> None:
-        """Collect tokens of `scope` allowed from (chart, threads)."""
-        lexemes, (scans, follow_ids) = self.lexemes, ctx
-        for lex, origin, q in threads:
-            lexeme = lexemes[lex]
-            if q < 0:
-                q = self._before_dfa(scans, lex, q, scope, rows, ids)
-                if q is None:
-                    continue
-            run = scans.run(lexeme.digest, lexeme.trans, lexeme.accepting, q, scope, follow_ids[lex])
-            if run.inside_row is not None:
-                rows.append(run.inside_row)
-            elif run.inside_ids.size:
-                ids.append(run.inside_ids)
-            if run.child is not None:
-                found = self._after_lexeme(ctx, chart, lex, origin, run.child)
-                if found.size:
-                    ids.append(found)
-
-    def _before_dfa(self, scans, lex: int, q: int, scope: int, rows: list, ids: list) -> int | None:
-        """A thread not yet in its lexeme's DFA (head, literal, start): add what it
-        allows from `scope` to rows / ids and return None, or return the DFA state to
-        run from when some entry reads past the literal."""
-        if q == STUCK:
-            return None
-        if HEAD >= q:
-            head, literal = self._heads[lex]
-            h = HEAD - q
-            run = scans.run(head.digest, head.trans, head.accepting, h, scope,
-                            scans.follow_id(self._head_follow[lex]))
-            found, goes_on = (_NO_IDS, False) if run.child is None else literal_scope(
-                scans, run.child, literal)
-            if head.accept_list[h]:  # the head may end here: the literal starts at offset 0
-                now, now_on = literal_scope(scans, scope, literal)
-                found, goes_on = np.concatenate([found, now]), goes_on or now_on
-            if goes_on:
-                q2 = self._dfa_state(lex, 0, h)
-                if q2 is not None:
-                    return q2
-            if run.inside_row is not None:
-                rows.append(run.inside_row)
-            elif run.inside_ids.size:
-                ids.append(run.inside_ids)
-            if found.size:
-                ids.append(found)
-            return None
-        i, literal = -1 - q, self._literals[lex]
-        if i >= len(literal):
-            return self.lexemes[lex].start
-        found, goes_on = literal_scope(scans, scope, literal[i:])
-        q2 = self._dfa_state(lex, i) if goes_on else None
-        if q2 is None and found.size:  # no entry reads past the literal (or a dead end after it)
-            ids.append(found)
-        return q2
-
-    def _after_lexeme(self, ctx, chart: Chart, lex: int, origin: int, scope: int) -> np.ndarray:
-        """Token ids of `scope` allowed right after lexeme `lex` (from set `origin`)
-        ends. Memoized on item sets: the last set of a chart determines the chart."""
-        last = chart[len(chart) - 1]
-        key = (lex, origin)
-        after = last.memo.get(key)
-        if after is None:
-            next_chart = self._complete(chart, [key])
-            after = last.memo[key] = (next_chart[len(chart)],
-                                      self._with_new_threads(next_chart, ()).threads)
-        item_set, threads = after
-        memo_key = ("ids", ctx[0].generation, scope)  # never equal to a (lex, origin) key above
-        found = item_set.memo.get(memo_key)
-        if found is None:
-            local: list[np.ndarray] = []
-            self._explore(ctx, chart.append(item_set), threads, scope, [], local)
-            # duplicates are fine here (fill_mask dedups once); sorting per level is not
-            found = local[0] if len(local) == 1 else np.concatenate(local) if local else _NO_IDS
-            item_set.memo[memo_key] = found
-        return found
-
-
-_NO_IDS = np.zeros(0, dtype=np.int32)

@@ -1,0 +1,137 @@
+"""Masks of the context-free TokenAutomaton: which tokens its threads allow.
+
+Owns `fill_mask` and the recursion behind it (CfgMasks, a mixin of
+CfgAutomaton): per thread, the cached run of its DFA state over a scope
+(scan.py), the head / literal reads before the DFA (heads.py,
+literal_runs.py), and one Earley step per (thread, recursion level) for the
+tokens that cross a lexeme boundary, memoized on item sets. Uses the
+automaton's stepping (`_complete`, `_with_new_threads`, `_dfa_state`) and
+per-lexeme tables (`lexemes`, `_heads`, `_literals`, `_head_follow`) but not
+how bytes are stepped; never loops over the vocabulary.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..masks import pack_mask
+from ..vocab import Vocabulary
+from .earley import Chart
+from .literal_runs import literal_scope
+from .scan import MAX_ENTRIES, ROOT, ScanCache
+from .threads import HEAD, STUCK
+
+if TYPE_CHECKING:
+    from .automaton import CfgState
+
+
+def scan_cache(vocab: Vocabulary) -> ScanCache:
+    """The vocabulary's shared scan cache; replaced by a fresh one once it grows
+    past MAX_ENTRIES (memos keyed by scope ids carry the cache's identity)."""
+    cache = vocab.mask_cache.get("cfg_scan")
+    if cache is None or cache.entries > MAX_ENTRIES:
+        cache = vocab.mask_cache["cfg_scan"] = ScanCache(vocab)
+    return cache
+
+
+class CfgMasks:
+    """Mask exploration for CfgAutomaton (see the module docstring)."""
+
+    def fill_mask(self, state: CfgState, row: np.ndarray) -> None:
+        rows: list[np.ndarray] = []
+        ids: list[np.ndarray] = []
+        scans = scan_cache(self.vocab)
+        ctx = self._follow_ids  # (cache, follow-set id per lexeme): one snapshot per mask
+        if ctx[0] is not scans:
+            ctx = self._follow_ids = (scans, [scans.follow_id(f) for f in self.follow_bytes])
+        self._explore(ctx, state.chart, state.threads, ROOT, rows, ids)
+        if rows:
+            np.copyto(row, rows[0])
+            for extra in rows[1:]:
+                np.bitwise_or(row, extra, out=row)
+        else:
+            row[:] = 0
+        if ids:  # ids repeat across runs (pack_mask allows that); sparse packing when few
+            np.bitwise_or(row, pack_mask(ids[0] if len(ids) == 1 else np.concatenate(ids), self.vocab),
+                          out=row)
+
+    def _explore(self, ctx, chart: Chart, threads, scope: int, rows: list, ids: list) -> None:
+        """Collect tokens of `scope` allowed from (chart, threads)."""
+        lexemes, (scans, follow_ids) = self.lexemes, ctx
+        for lex, origin, q in threads:
+            lexeme = lexemes[lex]
+            if q < 0:
+                q = self._before_dfa(scans, lex, q, scope, rows, ids)
+                if q is None:
+                    continue
+            run = scans.run(lexeme.digest, lexeme.trans, lexeme.accepting, q, scope, follow_ids[lex])
+            if run.inside_row is not None:
+                rows.append(run.inside_row)
+            elif run.inside_ids.size:
+                ids.append(run.inside_ids)
+            if run.child is not None:
+                found = self._after_lexeme(ctx, chart, lex, origin, run.child)
+                if found.size:
+                    ids.append(found)
+
+    def _before_dfa(self, scans, lex: int, q: int, scope: int, rows: list, ids: list) -> int | None:
+        """A thread not yet in its lexeme's DFA (head, literal, start): add what it
+        allows from `scope` to rows / ids and return None, or return the DFA state to
+        run from when some entry reads past the literal."""
+        if q == STUCK:
+            return None
+        if HEAD >= q:
+            head, literal = self._heads[lex]
+            h = HEAD - q
+            run = scans.run(head.digest, head.trans, head.accepting, h, scope,
+                            scans.follow_id(self._head_follow[lex]))
+            found, goes_on = (_NO_IDS, False) if run.child is None else literal_scope(
+                scans, run.child, literal)
+            if head.accept_list[h]:  # the head may end here: the literal starts at offset 0
+                now, now_on = literal_scope(scans, scope, literal)
+                found, goes_on = np.concatenate([found, now]), goes_on or now_on
+            if goes_on:
+                q2 = self._dfa_state(lex, 0, h)
+                if q2 is not None:
+                    return q2
+            if run.inside_row is not None:
+                rows.append(run.inside_row)
+            elif run.inside_ids.size:
+                ids.append(run.inside_ids)
+            if found.size:
+                ids.append(found)
+            return None
+        i, literal = -1 - q, self._literals[lex]
+        if i >= len(literal):
+            return self.lexemes[lex].start
+        found, goes_on = literal_scope(scans, scope, literal[i:])
+        q2 = self._dfa_state(lex, i) if goes_on else None
+        if q2 is None and found.size:  # no entry reads past the literal (or a dead end after it)
+            ids.append(found)
+        return q2
+
+    def _after_lexeme(self, ctx, chart: Chart, lex: int, origin: int, scope: int) -> np.ndarray:
+        """Token ids of `scope` allowed right after lexeme `lex` (from set `origin`)
+        ends. Memoized on item sets: the last set of a chart determines the chart."""
+        last = chart[len(chart) - 1]
+        key = (lex, origin)
+        after = last.memo.get(key)
+        if after is None:
+            next_chart = self._complete(chart, [key])
+            after = last.memo[key] = (next_chart[len(chart)],
+                                      self._with_new_threads(next_chart, ()).threads)
+        item_set, threads = after
+        memo_key = ("ids", ctx[0].generation, scope)  # never equal to a (lex, origin) key above
+        found = item_set.memo.get(memo_key)
+        if found is None:
+            local: list[np.ndarray] = []
+            self._explore(ctx, chart.append(item_set), threads, scope, [], local)
+            # duplicates are fine here (fill_mask dedups once); sorting per level is not
+            found = local[0] if len(local) == 1 else np.concatenate(local) if local else _NO_IDS
+            item_set.memo[memo_key] = found
+        return found
+
+
+_NO_IDS = np.zeros(0, dtype=np.int32)
