@@ -1,7 +1,7 @@
 """IR construction fast paths give exactly what the general rules give.
 
 ir.seq/ir.alt have two-item shortcuts, nodes carry their referenced rule names
-(ir.rule_refs), and json_not_in builds classes without CharClass.of: each is
+(ir.rule_refs), and not_in builds classes without CharClass.of: each is
 checked here against a plain reference implementation on random expressions.
 """
 
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from deepinfer.constraints import ir
-from deepinfer.constraints.frontends import json_not_in
+from deepinfer.constraints import not_in
 
 LEAVES = [ir.EMPTY, ir.NOTHING, ir.Literal("a"), ir.Literal("bc"), ir.Literal(""),
           ir.CharClass(((48, 57),)), ir.RuleRef("x"), ir.RuleRef("y")]
@@ -88,17 +88,17 @@ def test_rule_refs_match_a_walk():
 @given(st.lists(st.text(max_size=5), max_size=6),
        st.sets(st.characters(max_codepoint=0x1F700), max_size=4))
 def test_trie_other_classes_match_charclass_of(words, children):
-    trie = json_not_in._TrieComplement(tuple(words), lambda e: e)
+    trie = not_in._TrieComplement(tuple(words), lambda e: e)
     used = {ch for w in words for ch in w}
     want = ir.CharClass.of([(ord(c), ord(c)) for c in used if c not in children])
-    got = ir.CharClass(json_not_in._ranges(trie.used_cps, {ord(c) for c in children}))
+    got = ir.CharClass(not_in._ranges(trie.used_cps, {ord(c) for c in children}))
     assert got == want
 
 
 def test_plain_class_encoding_shortcut_matches_the_full_encoding():
-    from deepinfer.constraints.frontends import json_text
+    from deepinfer.constraints import json_strings
 
-    full = json_text.encode_codepoints.__wrapped__
+    full = json_strings.encode_codepoints.__wrapped__
     rng = random.Random(2)
     points = [0, 0x1F, 0x20, 0x21, 0x22, 0x23, 0x2E, 0x2F, 0x30, 0x5B, 0x5C, 0x5D, 0xD7FF, 0xE000, 0x10FFFF]
     shortcut_taken = 0
@@ -110,12 +110,12 @@ def test_plain_class_encoding_shortcut_matches_the_full_encoding():
         cls = ir.CharClass.of(ranges)
         if cls.is_empty():
             continue
-        shortcut_taken += json_text._plain_only(cls.ranges)
-        saved = json_text._plain_only
-        json_text._plain_only = lambda r: False
+        shortcut_taken += json_strings._plain_only(cls.ranges)
+        saved = json_strings._plain_only
+        json_strings._plain_only = lambda r: False
         try:
             want = full(cls)
         finally:
-            json_text._plain_only = saved
+            json_strings._plain_only = saved
         assert full(cls) == want, ranges
     assert shortcut_taken > 100

@@ -1,7 +1,7 @@
 """The DFA of "any key but these names" followed by a tail, built from the names.
 
 (Created by the TBM helper.) An object whose undeclared members are allowed reads
-its member names through K = encoded_not_in(names) (frontends/json_not_in.py):
+its member names through K = encoded_not_in(names) (constraints/not_in.py):
 every JSON string body whose decoded value is not a declared name. Its lexeme's
 rest `K "` `:` ws ... (parts.py) used to be determinized from an NFA of thousands
 of states (one encoded class per trie node), 5-150 ms inside the mask step that
@@ -36,8 +36,8 @@ from ..gcpause import gc_paused
 from ..ir_ranges import SURROGATES
 from ..ir_facts import FactsCache
 from ..nfa import build_nfa
-from ..frontends.json_not_in import words_of
-from ..frontends.json_text import ANY_CHAR, encode_codepoints, encode_expr
+from ..json_strings import ANY_CHAR, encode_codepoints, encode_expr
+from ..not_in import words_of
 from .heads import plain
 
 _lock = threading.Lock()
