@@ -18,6 +18,7 @@ from deepinfer.constraints import ir
 from deepinfer.constraints.ir import Expr, alt
 
 from .json_merge import TYPES, canon, synthetic, type_set
+from .json_order import ANY_OF_POS, BRANCH_KEYS, COND_POS, META, ONE_OF_POS, branch_prefix, place
 from .json_refs import Node
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -76,23 +77,26 @@ class Composition:
         direct = self._direct(d)
         if direct is not None:
             return direct
-        alts = [{k: v for k, v in d.items() if k not in _COMPOSITE}]
+        alts = [{k: v for k, v in d.items() if k not in _COMPOSITE and k not in BRANCH_KEYS}]
         if "not" in d:
             alts = self._each(alts, lambda a: self.negate(a, d["not"], f"{node.ptr}/not"), node)
         for cond in d.get("_conds", []):
-            alts = self._each(alts, lambda a, c=cond: self.if_then_else(a, c, node), node)
+            at = branch_prefix(d, COND_POS, cond)
+            alts = self._each(alts, lambda a, c=cond, at=at: self.if_then_else(a, c, node, at), node)
         if "anyOf" in d:
-            alts = self._each(alts, lambda a: [self.lw.merged(a, self.lw.normalize(b), b) for b in d["anyOf"]],
-                              node)
+            at = d.get(ANY_OF_POS)
+            alts = self._each(alts, lambda a: [self.lw.merged(a, place(self.lw.normalize(b), at, i), b)
+                                               for i, b in enumerate(d["anyOf"])], node)
         for branches in d.get("_oneOfs", []):
-            alts = self._each(alts, lambda a, bs=branches: [x for i in range(len(bs))
-                                                            for x in self.one_of(a, i, bs, node)], node)
+            at = branch_prefix(d, ONE_OF_POS, branches)
+            alts = self._each(alts, lambda a, bs=branches, at=at: [x for i in range(len(bs))
+                                                                   for x in self.one_of(a, i, bs, node, at)], node)
         return alt(*(self.lw.lower_normal(a, node) for a in alts if a is not False)) if alts else ir.NOTHING
 
     def _direct(self, d: dict) -> Expr | None:
         """A bare anyOf, or a bare oneOf of disjoint branches: lower the branch nodes themselves,
         so that `$ref` branches stay (possibly recursive) rules instead of being expanded."""
-        rest = [k for k in d if k != "_sources"]
+        rest = [k for k in d if k not in META]
         if rest == ["anyOf"]:
             branches = d["anyOf"]
         elif rest == ["_oneOfs"] and len(d["_oneOfs"]) == 1:
@@ -113,8 +117,9 @@ class Composition:
         return out
 
     # ---------------------------------------------------------------- oneOf
-    def one_of(self, base: dict, i: int, branches: list[Node], node: Node) -> list:
-        mine = self.lw.merged(base, self.lw.normalize(branches[i]), branches[i])
+    def one_of(self, base: dict, i: int, branches: list[Node], node: Node, at: tuple | None = None) -> list:
+        """Branch i (placed at `at` + (i,) for member order, see json_order) and no other branch."""
+        mine = self.lw.merged(base, place(self.lw.normalize(branches[i]), at, i), branches[i])
         alts = [mine]
         for j, other in enumerate(branches):
             if j == i:
@@ -172,14 +177,14 @@ class Composition:
         return out
 
     # ------------------------------------------------------------ if / then
-    def if_then_else(self, d: dict, conditional: tuple, node: Node) -> list:
+    def if_then_else(self, d: dict, conditional: tuple, node: Node, at: tuple | None = None) -> list:
         cond, then, other = conditional
-        yes = self.lw.merged(d, self.lw.normalize(cond), cond)
+        yes = self.lw.merged(d, place(self.lw.normalize(cond), at, 0), cond)
         if then is not None:
-            yes = self.lw.merged(yes, self.lw.normalize(then), then)
+            yes = self.lw.merged(yes, place(self.lw.normalize(then), at, 1), then)
         noes = self.negate(d, cond, f"{cond.ptr}")
         if other is not None:
-            noes = [self.lw.merged(n, self.lw.normalize(other), other) for n in noes]
+            noes = [self.lw.merged(n, place(self.lw.normalize(other), at, 2), other) for n in noes]
         return [yes, *noes]
 
     # ------------------------------------------------------------------ not
@@ -191,7 +196,7 @@ class Composition:
         if n is True:
             return []
         named = {"_oneOfs": "oneOf", "_conds": "if", "_forbid": "not(required)", "_not_enum": "not(enum)"}
-        keys = [named.get(k, k) for k in n if k != "_sources"]
+        keys = [named.get(k, k) for k in n if k not in META]
         if not keys:
             return []
         if keys == ["not"]:

@@ -7,7 +7,8 @@ array `items` + `additionalItems` vs `prefixItems`, `dependencies` split into
 sub-schemas wrapped as `Node`s so they keep their pointer and base URI.
 Merging is exact: `additionalProperties` keeps its per-member meaning (a name
 one member declares is "additional" to the other), and anything that cannot be
-merged exactly raises MergeError naming the keyword. Knows nothing about IR.
+merged exactly raises MergeError naming the keyword. Where each property was
+declared (for member order across members) is kept by json_order. Knows nothing about IR.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import math
 import re
 from typing import Any
 
+from .json_order import (ANY_OF_POS, COND_POS, ONE_OF_POS, ORDER_KEYS, POS, follow, merge_positions, ordered,
+                         shifted)
 from .json_refs import Node, Refs
 
 ANNOTATIONS = {"title", "description", "default", "examples", "example", "$comment", "$schema", "$id",
@@ -78,21 +81,22 @@ class Normalizer:
         if depth > MAX_MERGE_DEPTH:
             raise MergeError(node.ptr, "$ref/allOf chain too deep (a schema that includes itself)")
         out: dict[str, Any] = {}
-        members: list[Node] = []
-        for key, value in s.items():
+        members: list[tuple[Node, tuple]] = []  # (member, its position prefix: see json_order)
+        for k, (key, value) in enumerate(s.items()):
             if key not in VALIDATION:
                 continue
             if key == "$ref":
-                members.append(self.refs.resolve(value, node.base))
+                members.append((self.refs.resolve(value, node.base), (k,)))
             elif key == "allOf":
-                members.extend(node.child("allOf", i) for i in range(len(value)))
+                members.extend((node.child("allOf", i), (k, i)) for i in range(len(value)))
             else:
                 self._put(out, node, key, value)
+                _record_position(out, key, k)
         self._finish(out, node)
         out["_sources"] = [node]
         result: dict | bool = out
-        for member in members:
-            other = self.normalize(member, depth + 1)
+        for member, prefix in members:
+            other = shifted(self.normalize(member, depth + 1), prefix)
             result = merge(result, other, member)
             if result is False:
                 return False
@@ -165,6 +169,18 @@ class Normalizer:
             out.pop("additionalItems", None)  # without tuple items it has no effect
 
 
+def _record_position(out: dict, key: str, k: int) -> None:
+    """Where this schema object declares its properties and branches (key index k)."""
+    if key == "properties" and "properties" in out:
+        out[POS] = {name: (k, j) for j, name in enumerate(out["properties"])}
+    elif key == "oneOf":
+        out[ONE_OF_POS] = [(out["_oneOfs"][0], (k,))]
+    elif key == "anyOf":
+        out[ANY_OF_POS] = (k,)
+    elif key == "if":
+        out[COND_POS] = [(out["_conds"][0], (k,))]
+
+
 def _types(names) -> frozenset:
     return frozenset(names)
 
@@ -190,6 +206,8 @@ def merge(a: dict | bool, b: dict | bool, where: Node) -> dict | bool:
         return a
     out = dict(a)
     for key, value in b.items():
+        if key in ORDER_KEYS:
+            continue  # merge_positions below
         if key not in out:
             out[key] = value
             continue
@@ -241,6 +259,7 @@ def merge(a: dict | bool, b: dict | bool, where: Node) -> dict | bool:
             pass  # handled below with the per-member views
         elif json.dumps(mine, sort_keys=True, default=id) != json.dumps(value, sort_keys=True, default=id):
             raise MergeError(ptr, f"`{key}` in several allOf members cannot be merged exactly")
+    merge_positions(out, a, b)
     _merge_objects(out, a, b, where)
     _merge_arrays(out, a, b)
     return out
@@ -273,8 +292,10 @@ def _view(schema: dict, name: str) -> Node | None:
 def _merge_objects(out: dict, a: dict, b: dict, where: Node) -> None:
     first, second = list(a.get("properties", {})), list(b.get("properties", {}))
     if set(first) < set(second):  # one member declares them all: its order wins
-        first, second = second, first
-    names = list(dict.fromkeys(first + second))
+        names = list(dict.fromkeys(second + first))
+        out[POS] = follow(out.get(POS, {}), names)
+    else:  # in declaration order across the members (json_order)
+        names = ordered(list(dict.fromkeys(first + second)), out.get(POS, {}))
     if names:
         props = {}
         for name in names:
