@@ -1,6 +1,6 @@
 """Root runs of counting-chain states (bounded repetition) without a vocabulary walk.
 
-(Created by the TBM helper.) A state q on a uniform counting chain (chains.py:
+A state q on a uniform counting chain (chains.py:
 every character of one set C leads q = s_0 -> s_1 -> ... -> s_K, as in a
 string body with maxLength, or `[a-z]{2,8}`) reads a token made only of C
 characters along the chain. Split the vocabulary three ways:

@@ -1,6 +1,6 @@
 """Lexemes of the shape "small head, then a literal, then anything": `,` ws `"name":` ws.
 
-(Created by the TBM helper.) A JSON object offers one such lexeme per remaining
+A JSON object offers one such lexeme per remaining
 property after each value; building each one's DFA (lexeme.py) in the step that
 first needs it was most of the slow steps. The head (`,` plus optional
 whitespace) is the same expression in every one of them, so its small DFA is

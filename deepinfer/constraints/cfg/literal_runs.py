@@ -1,6 +1,6 @@
 """Root runs of states that start with a forced literal, by binary search.
 
-(Created by the TBM helper.) From a state q where each next state has exactly
+From a state q where each next state has exactly
 one live byte for m >= 2 bytes (a property key lexeme `"name":` after its
 quote, a `true`, the rest of a keyword), a token is read only if it is a
 prefix of that literal L, or has L as a prefix and goes on from the state r

@@ -1,6 +1,6 @@
 """The DFA of "any key but these names" followed by a tail, built from the names.
 
-(Created by the TBM helper.) An object whose undeclared members are allowed reads
+An object whose undeclared members are allowed reads
 its member names through K = encoded_not_in(names) (constraints/not_in.py):
 every JSON string body whose decoded value is not a declared name. Its lexeme's
 rest `K "` `:` ws ... (parts.py) used to be determinized from an NFA of thousands

@@ -1,6 +1,6 @@
 """Lexeme DFAs composed from a small head and a shared rest: `,` ws `"` (key trie) `":` ws.
 
-(Created by the TBM helper.) An object with optional properties offers, after
+An object with optional properties offers, after
 each value, the lexeme `,` ws `"` K `":` ws, where K is its "any other key"
 trie (every string but the listed names), and at its first key the same lexeme
 without `,` ws. Each used to be determinized on its own: the same K (hundreds

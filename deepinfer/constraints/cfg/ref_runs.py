@@ -1,6 +1,6 @@
 """Root runs of a state that agrees with a loop state on most bytes (a key-trie node).
 
-(Created by the TBM helper.) In the DFA of `"` K `":` (K: any key but the
+In the DFA of `"` K `":` (K: any key but the
 listed ones), a trie node q reads almost every byte exactly like the string-
 body state G: ~95 characters go to G itself and every UTF-8 lead byte to the
 same continuation states; only the next letters of listed keys, and a few
