@@ -20,10 +20,10 @@ Knows nothing about models, masks, sampling or the KV cache.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable
 
+from deepinfer.engine.output_pool import OutputPool
 from deepinfer.engine.text_drafts import TextPool, TextStream
 
 SOURCE_OWN, SOURCE_POOL, SOURCE_FORCED = 0, 1, 2
@@ -57,31 +57,15 @@ class NgramIndex:
             tokens.append(token)
 
 
-class DraftPool:
+class DraftPool(OutputPool):
     """N-grams of many sequences' outputs -> (source index, continuation start). Bounded."""
 
     def __init__(self, pool_tokens: int = 16384) -> None:
-        self.pool_tokens = pool_tokens
-        self.entries: dict[tuple[int, ...], tuple[NgramIndex, int]] = {}
-        self.finished: OrderedDict[int, NgramIndex] = OrderedDict()   # id -> output index, oldest first
-        self.finished_tokens = 0
-        self.live_tokens = 0  # tokens of running outputs registered here
+        super().__init__(pool_tokens, entries_per_token=8, entries_slack=1024)
 
     def lookup(self, key: tuple[int, ...]) -> tuple[NgramIndex, int] | None:
         hit = self.entries.get(key)
         return hit if hit is not None and hit[0].alive else None
-
-    def retire(self, index: NgramIndex) -> None:
-        """A sequence finished: keep its output for others, within the token budget."""
-        self.live_tokens -= len(index.tokens)
-        self.finished[id(index)] = index
-        self.finished_tokens += len(index.tokens)
-        while self.finished_tokens > self.pool_tokens and self.finished:
-            _, old = self.finished.popitem(last=False)
-            old.alive = False
-            self.finished_tokens -= len(old.tokens)
-        if len(self.entries) > 8 * (self.finished_tokens + self.live_tokens) + 1024:
-            self._rebuild()
 
     def clear(self) -> None:
         """Forget finished outputs (benchmarks: every timed run starts from the same state)."""
@@ -89,10 +73,7 @@ class DraftPool:
             index.alive = False
         self.finished.clear()
         self.finished_tokens = 0
-        self._rebuild()
-
-    def _rebuild(self) -> None:
-        self.entries = {k: v for k, v in self.entries.items() if v[0].alive}
+        self._prune()
 
 
 class NgramProposer:

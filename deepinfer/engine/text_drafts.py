@@ -16,9 +16,10 @@ models, masks or sampling.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable
+
+from deepinfer.engine.output_pool import OutputPool
 
 
 @dataclass(eq=False)
@@ -30,16 +31,13 @@ class TextStream:
     alive: bool = True
 
 
-class TextPool:
+class TextPool(OutputPool):
     """Text suffixes ending at token boundaries -> (stream, token position) of the newest one."""
 
     def __init__(self, token_text: Callable[[int], str], min_chars: int = 2, max_chars: int = 12,
                  pool_tokens: int = 16384) -> None:
+        super().__init__(pool_tokens, entries_per_token=2 * max_chars, entries_slack=4096)
         self.token_text, self.min_chars, self.max_chars = token_text, min_chars, max_chars
-        self.pool_tokens = pool_tokens
-        self.entries: dict[str, tuple[TextStream, int]] = {}
-        self.finished: OrderedDict[int, TextStream] = OrderedDict()   # id -> stream, oldest first
-        self.finished_tokens = self.live_tokens = 0
 
     def extend(self, stream: TextStream, new: list[int]) -> None:
         """Append tokens to a stream, registering the text before each as a matchable suffix."""
@@ -61,15 +59,3 @@ class TextPool:
                 if tokens:
                     return tokens, n
         return None
-
-    def retire(self, stream: TextStream) -> None:
-        """A sequence finished: keep its output for others, within the token budget."""
-        self.live_tokens -= len(stream.tokens)
-        self.finished[id(stream)] = stream
-        self.finished_tokens += len(stream.tokens)
-        while self.finished_tokens > self.pool_tokens and self.finished:
-            _, old = self.finished.popitem(last=False)
-            old.alive = False
-            self.finished_tokens -= len(old.tokens)
-        if len(self.entries) > 2 * self.max_chars * (self.finished_tokens + self.live_tokens) + 4096:
-            self.entries = {k: v for k, v in self.entries.items() if v[0].alive}
