@@ -119,16 +119,16 @@ class Scheduler:
         if not self.blocks.enable_prefix_caching:
             return False
         size = self.blocks.block_size
-        cached = len(self.blocks.match_prefix(seq.token_ids)) * size
-        for item in batch:
-            other = item.seq
-            end = min(other.num_computed + item.num_new, seq.num_tokens - 1)
-            if other.num_computed > cached or end - cached < size:
-                continue
-            shared = _common_prefix(seq.token_ids, other.token_ids, end)
-            if shared - cached >= size:
-                return True
-        return False
+        tokens = seq.token_ids
+        # Cheap filter first: only prefill chunks that start with the same block can qualify.
+        chunks = [(item.seq, item.seq.num_computed + item.num_new) for item in batch if item.num_new >= size]
+        chunks = [(other, end, ids) for other, end in chunks
+                  if (ids := other.token_ids)[:size] == tokens[:size]]
+        if not chunks:
+            return False
+        need = len(self.blocks.match_prefix(tokens)) * size + size   # cached tokens + the next block
+        return any(other.num_computed <= need - size and min(end, len(tokens) - 1) >= need
+                   and ids[:need] == tokens[:need] for other, end, ids in chunks)
 
     def _preempt(self, seq: Sequence) -> None:
         """Free the sequence's blocks; it will be recomputed from its tokens later."""
@@ -147,13 +147,3 @@ class Scheduler:
         elif seq in self.waiting:
             self.waiting.remove(seq)
         self.blocks.free(seq.table)
-
-
-def _common_prefix(a: list[int], b: list[int], limit: int) -> int:
-    """Length of the common prefix of `a` and `b`, at most `limit`."""
-    n = 0
-    for x, y in zip(a[:limit], b[:limit]):
-        if x != y:
-            break
-        n += 1
-    return n
