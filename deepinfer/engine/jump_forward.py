@@ -117,11 +117,17 @@ def jump_forward(seq: Sequence, forced: ForcedText, eos_ids: frozenset[int], max
 
 
 def forced_end(seq: Sequence, forced: ForcedText, eos_ids: frozenset[int]) -> int | None:
-    """The end token to append when the constraint is complete and allows only end tokens."""
+    """The end token to append when the constraint is complete and allows only end tokens.
+    Only complete constraints pay for the mask (one bitmask row, no unpacking)."""
     if not seq.matcher.is_completed():
         return None
-    allowed = seq.matcher.allowed_token_ids()
-    if allowed.size == 0 or not all(int(t) in eos_ids for t in allowed):
+    row = np.zeros((1, seq.matcher.compiled.vocab.words), dtype=np.int32)
+    seq.matcher.fill_next_token_bitmask(row, 0)
+    words = row[0].view(np.uint32)
+    allowed = [t for t in sorted(eos_ids) if t < words.size * 32 and (int(words[t // 32]) >> (t % 32)) & 1]
+    for t in allowed:  # clear the end tokens: anything left is a way to continue
+        words[t // 32] &= np.uint32(~(1 << (t % 32)) & 0xFFFFFFFF)
+    if not allowed or words.any():
         return None
     primary = forced.tokenizer.eos_token_id
-    return primary if primary in set(allowed.tolist()) else int(allowed[0])
+    return primary if primary in allowed else allowed[0]
