@@ -7,7 +7,9 @@ matching suffix (n from `max_ngram` down to `min_ngram` tokens):
      that share a schema repeat each other's structure: `",\n  "age": ` and the like);
   3. with a `token_text` function, `after_text` continues tokens the caller knows come next (text a
      constraint forces) with what followed the same text elsewhere, matched on characters
-     (text_drafts.py: the text before them often ends inside a token no other output has).
+     (text_drafts.py: the text before them often ends inside a token no other output has), and
+     `continue_text` continues the output text (plus text the caller has already drafted) from
+     the outputs' text, then from its own prompt's text (prompt_drafts.py, with `encode`).
 Lookups are dict hits: every token appended registers the n-grams ending just before it, mapped to
 where their continuation starts. The pool holds at most `pool_tokens` tokens of finished outputs
 (oldest dropped first); its dict is rebuilt when stale entries outnumber live ones.
@@ -24,16 +26,17 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from deepinfer.engine.output_pool import OutputPool
+from deepinfer.engine.prompt_drafts import PromptText
 from deepinfer.engine.text_drafts import TextPool, TextStream
 
-SOURCE_OWN, SOURCE_POOL, SOURCE_FORCED = 0, 1, 2
+SOURCE_OWN, SOURCE_POOL, SOURCE_FORCED, SOURCE_TEXT, SOURCE_PROMPT = 0, 1, 2, 3, 4
 
 
 @dataclass
 class Draft:
     tokens: list[int]
-    source: int          # SOURCE_OWN, SOURCE_POOL or SOURCE_FORCED: where the match came from
-    ngram: int           # length of the matched suffix (tokens; for SOURCE_FORCED a bucket of characters)
+    source: int          # SOURCE_*: where the match came from
+    ngram: int           # length of the matched suffix (tokens; for text sources a bucket of characters)
 
 
 @dataclass
@@ -80,8 +83,11 @@ class NgramProposer:
     """Drafts for sequences identified by a key; call `observe` as tokens are appended."""
 
     def __init__(self, max_ngram: int = 4, min_ngram: int = 1, pool_tokens: int = 16384,
-                 token_text: Callable[[int], str] | None = None) -> None:
+                 token_text: Callable[[int], str] | None = None,
+                 encode: Callable[[str], list[int]] | None = None) -> None:
         self.max_ngram, self.min_ngram = max_ngram, min_ngram
+        self.token_text, self.encode = token_text, encode
+        self._prompts: dict[object, PromptText] = {}  # key -> prompt text (prompt lookup on characters)
         self.pool = DraftPool(pool_tokens)
         self.text_pool = TextPool(token_text, pool_tokens=pool_tokens) if token_text is not None else None
         self._texts: dict[object, TextStream] = {}    # key -> output text (in text_pool)
@@ -97,6 +103,8 @@ class NgramProposer:
             own.extend(prompt)
             self._outputs[key] = NgramIndex(self.max_ngram)
             self._prompt_len[key] = len(prompt)
+            if self.token_text is not None and self.encode is not None:
+                self._prompts[key] = PromptText.build(prompt, self.token_text)
         done = len(own.tokens) - self._prompt_len[key]
         if done < len(output):
             new = output[done:]
@@ -111,13 +119,14 @@ class NgramProposer:
     def knows(self, key: object) -> bool:
         return key in self._own
 
-    def propose(self, key: object, limit: int) -> Draft | None:
-        """The draft after the longest matching suffix (own context first at each n), or None."""
+    def propose(self, key: object, limit: int, min_ngram: int | None = None) -> Draft | None:
+        """The draft after the longest matching suffix of at least `min_ngram` tokens (own
+        context first at each n), or None."""
         own = self._own.get(key)
         if own is None or limit <= 0:
             return None
         tokens = own.tokens
-        for n in range(min(self.max_ngram, len(tokens)), self.min_ngram - 1, -1):
+        for n in range(min(self.max_ngram, len(tokens)), (min_ngram or self.min_ngram) - 1, -1):
             suffix = tuple(tokens[-n:])
             start = own.last.get(suffix)
             if start is not None:
@@ -142,9 +151,26 @@ class NgramProposer:
         tokens, chars = found
         return Draft(lead + tokens, SOURCE_FORCED, _bucket(chars))
 
+    def continue_text(self, key: object, drafted_text: str, limit: int) -> Draft | None:
+        """What followed the output text (then `drafted_text`, tokens the caller already drafted)
+        elsewhere: in the outputs' text first, else in the sequence's own prompt text."""
+        stream = self._texts.get(key)
+        if self.text_pool is None or stream is None or limit <= 0:
+            return None
+        text = stream.text + drafted_text
+        found = self.text_pool.lookup(text, limit)
+        if found is not None:
+            return Draft(found[0], SOURCE_TEXT, _bucket(found[1]))
+        prompt = self._prompts.get(key)
+        found = prompt.lookup(text, limit, self.encode) if prompt is not None else None
+        if found is not None:
+            return Draft(found[0], SOURCE_PROMPT, _bucket(found[1]))
+        return None
+
     def release(self, key: object) -> None:
         """The sequence finished: drop its own index, keep its output in the pool."""
         self._own.pop(key, None)
+        self._prompts.pop(key, None)
         self._prompt_len.pop(key, None)
         output = self._outputs.pop(key, None)
         if output is not None:
@@ -155,5 +181,5 @@ class NgramProposer:
 
 
 def _bucket(chars: int) -> int:
-    """Matched characters -> a coarse bucket for acceptance statistics (2, 4, 8, 12)."""
-    return 2 if chars <= 2 else 4 if chars <= 4 else 8 if chars <= 8 else 12
+    """Matched characters -> a coarse bucket for acceptance statistics (2, 4, 8, 12, 16)."""
+    return 2 if chars <= 2 else 4 if chars <= 4 else 8 if chars <= 8 else 12 if chars <= 12 else 16

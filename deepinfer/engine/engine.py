@@ -131,7 +131,8 @@ class Engine:
     def speculator(self) -> Speculator | None:
         """Built when speculation is first on (config.speculative may be switched between runs)."""
         if self.config.speculative and self._speculator is None:
-            self._speculator = Speculator(self.config.speculative_config, self.eos_ids, self._token_text)
+            self._speculator = Speculator(self.config.speculative_config, self.eos_ids, self._token_text,
+                                          self.tokenizer.encode)
         return self._speculator if self.config.speculative else None
 
     def _token_text(self, token: int) -> str:

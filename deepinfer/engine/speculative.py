@@ -67,6 +67,9 @@ class SpeculativeConfig:
     # run; with it off every plan is a function of the requests alone.
     fit_step_cost: bool = False
     forced_lead: bool = True            # drafts open with forced text jump-forward left (_forced_lead)
+    # Drafts go on past their n-gram match and past forced text, from the text drafted so far (the
+    # outputs' text, then the prompt's: values copied from the prompt; `_walk`, `_continuation`).
+    continue_drafts: bool = True
 
 
 class AcceptanceStats:
@@ -146,10 +149,11 @@ class Speculator:
     """Proposes, truncates and schedules drafts; learns acceptance and step cost."""
 
     def __init__(self, config: SpeculativeConfig, eos_ids: frozenset[int],
-                 token_text: Callable[[int], str] | None = None) -> None:
+                 token_text: Callable[[int], str] | None = None,
+                 encode: Callable[[str], list[int]] | None = None) -> None:
         self.config = config
         self.eos_ids = eos_ids
-        self.proposer = NgramProposer(config.max_ngram, config.min_ngram, config.pool_tokens, token_text)
+        self.proposer = NgramProposer(config.max_ngram, config.min_ngram, config.pool_tokens, token_text, encode)
         self.stats = AcceptanceStats()
         self.cost = StepCost(config.prior_overhead_rows)
         self.counters = {"draft_tokens": 0, "verified_tokens": 0, "accepted_tokens": 0}
@@ -170,10 +174,10 @@ class Speculator:
             limit = min(seq.params.max_tokens - len(seq.output_token_ids) - 1, max_model_len - seq.num_tokens - 1)
             limit = min(limit, self.config.max_draft + self.config.max_forced)
             lead = self._forced_lead(seq, forced)
-            draft = self.proposer.after_text(key, *lead, limit) if lead else self.proposer.propose(key, limit)
+            draft = self.proposer.after_text(key, *lead, limit) if lead else self._propose(key, limit)
             if draft is None:
                 continue
-            draft.tokens, keys = self._walk(seq, draft, forced)
+            draft.tokens, keys = self._walk(seq, draft, forced, key, limit)
             if not draft.tokens:
                 continue
             a, row = 1.0, []
@@ -204,34 +208,68 @@ class Speculator:
         ids = forced.token_ids(seq)
         return (ids, text) if ids else None
 
-    def _walk(self, seq: Sequence, draft: Draft, forced: ForcedText | None) -> tuple[list[int], list]:
-        """The usable prefix of the draft and a confidence key per token (None: forced, c = 1)."""
+    def _walk(self, seq: Sequence, draft: Draft, forced: ForcedText | None,
+              key: object = None, limit: int = 0) -> tuple[list[int], list]:
+        """The usable prefix of the draft and a confidence key per token (None: forced, c = 1).
+
+        With `key` (the proposer's sequence key) a draft that runs out, or that jump-forward's forced
+        text leaves (`"age` drafted where the constraint now forces `"occupation`), goes on with what
+        followed the text drafted so far elsewhere (`NgramProposer.continue_text`), up to `limit`."""
         stops = self.eos_ids | set(seq.params.stop_token_ids)
-        matcher, tokens, greedy = seq.matcher, draft.tokens, seq.params.greedy
+        matcher, greedy = seq.matcher, seq.params.greedy
         keep, keys, accepted, free = [], [], 0, 0
-        while len(keep) < len(tokens) and free < self.config.max_draft:
-            token = tokens[len(keep)]
+        chunk, at, drafted_text = draft, 0, ""
+        limit = limit or len(draft.tokens)
+        while len(keep) < limit and free < self.config.max_draft:
+            if at >= len(chunk.tokens):
+                chunk = self._continuation(key, drafted_text, limit - len(keep))
+                if chunk is None:
+                    break
+                at = 0
+            token = chunk.tokens[at]
             if matcher is not None:
                 if not matcher.accept_token(token):
                     break
                 accepted += 1
             free += 1
+            at += 1
             keep.append(token)
-            keys.append(AcceptanceStats.key(draft, free, greedy))
+            keys.append(AcceptanceStats.key(chunk, free, greedy))
+            drafted_text += self._text(token)
             if token in stops or (matcher is not None and matcher.is_terminated()):
                 break
             if forced is not None and can_jump(seq):
                 ids = forced_tokens(seq, forced)  # what jump-forward will append after `token`
                 accepted += len(ids)
-                rest = tokens[len(keep):len(keep) + len(ids)]
+                rest = chunk.tokens[at:at + len(ids)]
                 same = next((i for i, (a, b) in enumerate(zip(ids, rest)) if a != b), min(len(ids), len(rest)))
-                keep += ids[:same]
-                keys += [None] * same
-                if same < len(ids):
+                if same < len(ids) and key is None:
+                    keep += ids[:same]
+                    keys += [None] * same
                     break
+                keep += ids  # all of them: jump-forward appends them whatever is sampled
+                keys += [None] * len(ids)
+                drafted_text += "".join(self._text(t) for t in ids)
+                at = at + len(ids) if same == len(ids) else len(chunk.tokens)  # diverged: look again
         if matcher is not None:
             matcher.rollback(accepted)
         return keep, keys
+
+    def _propose(self, key: object, limit: int) -> Draft | None:
+        """Token n-grams of two or more tokens, then text matches (outputs, prompt), then single
+        tokens: a one-token match (`,` or a newline) most often continues with the prompt's prose."""
+        if not self.config.continue_drafts:
+            return self.proposer.propose(key, limit)
+        return (self.proposer.propose(key, limit, min_ngram=2) or self.proposer.continue_text(key, "", limit)
+                or self.proposer.propose(key, limit))
+
+    def _continuation(self, key: object, drafted_text: str, limit: int) -> Draft | None:
+        if key is None or not drafted_text or not self.config.continue_drafts:
+            return None
+        return self.proposer.continue_text(key, drafted_text, limit)
+
+    def _text(self, token: int) -> str:
+        return self.proposer.token_text(token) if self.proposer.token_text is not None else ""
 
     def record(self, seq: Sequence, verified: int, matched: int) -> None:
         self.counters["verified_tokens"] += verified

@@ -94,3 +94,44 @@ def test_forced_lead_continues_with_the_text_after_it():
     assert (draft.tokens, draft.source) == ([6, 7, 3], SOURCE_FORCED)
     assert p.after_text("b", [6], '":', 1).tokens == [6]
     assert NgramProposer().after_text("x", [6], '":', 4).tokens == [6]   # no text pool: the lead alone
+
+
+# prompt lookup on characters: a tiny word-level "tokenizer" (ids <-> texts)
+WORDS = {20: "Record", 21: " Ada", 22: " Lovelace", 23: " is", 24: " a", 25: " poet", 26: ".",
+         30: "a", 31: '{"name": "', 32: "Ad", 33: "ace"}
+
+
+def encode(text: str) -> list[int]:
+    """Greedy longest-match over WORDS (stands in for the tokenizer's encode)."""
+    by_text, ids = {v: k for k, v in WORDS.items()}, []
+    while text:
+        piece = max((t for t in by_text if text.startswith(t)), key=len)
+        ids.append(by_text[piece])
+        text = text[len(piece):]
+    return ids
+
+
+def test_prompt_text_continues_at_token_boundaries_and_re_encodes_a_cut_token():
+    from deepinfer.engine.prompt_drafts import PromptText
+    prompt = PromptText.build([20, 21, 22, 23, 24, 25, 26], WORDS.__getitem__)
+    assert prompt.text == "Record Ada Lovelace is a poet."
+    assert prompt.lookup('{"name": "Ada', 3, encode) == ([22, 23, 24], 3)   # "Ada" ends a token
+    assert prompt.lookup('"Ad', 3, encode) == ([30, 22, 23], 2)             # inside " Ada": "a" re-encoded
+    assert prompt.lookup('x Lovel', 2, encode) == ([33, 23], 6)             # "ace" re-encoded, then " is"
+    assert prompt.lookup("poet.", 3, encode) is None                         # nothing follows
+    assert prompt.lookup("zzz", 3, encode) is None and prompt.lookup("Ada", 0, encode) is None
+
+
+def test_continue_text_prefers_the_outputs_then_the_prompt():
+    from deepinfer.engine.drafts import SOURCE_PROMPT, SOURCE_TEXT
+    texts = {**TEXTS, **WORDS}
+    p = NgramProposer(max_ngram=2, token_text=texts.__getitem__, encode=encode)
+    p.observe("a", [20, 21, 22, 23], [31, 32])                     # prompt "Record Ada Lovelace is"; output `{"name": "Ad`
+    draft = p.continue_text("a", "", 4)
+    assert (draft.tokens, draft.source) == ([30, 22, 23], SOURCE_PROMPT)
+    assert p.continue_text("a", "a", 4).tokens == [22, 23]         # text the caller drafted counts
+    p.observe("b", [20], [3, 4, 5])                                # another output: `",` `\n ` ` "b`
+    p.observe("a", [20, 21, 22, 23], [31, 32, 30, 22, 3])          # ... `a Lovelace",`
+    draft = p.continue_text("a", "", 2)
+    assert (draft.tokens, draft.source) == ([4, 5], SOURCE_TEXT)   # what followed `",` in the outputs
+    assert NgramProposer(token_text=texts.__getitem__).continue_text("a", "", 3) is None  # unknown key

@@ -86,7 +86,9 @@ def test_adversarial_drafts_never_leak(make_llm, monkeypatch):
     rng = random.Random(0)
     llm = make_llm(speculative=True, speculative_config=SpeculativeConfig(prior_overhead_rows=1e6))
     proposer = llm.engine.speculator.proposer
-    monkeypatch.setattr(proposer, "propose", lambda key, limit: Draft(
+    monkeypatch.setattr(proposer, "propose", lambda key, limit, min_ngram=None: Draft(
+        [rng.randrange(3, 380) for _ in range(min(limit, 5))], SOURCE_OWN, 1) if limit > 0 else None)
+    monkeypatch.setattr(proposer, "continue_text", lambda key, text, limit: Draft(
         [rng.randrange(3, 380) for _ in range(min(limit, 5))], SOURCE_OWN, 1) if limit > 0 else None)
     # every draft source random: the forced lead's continuation too
     monkeypatch.setattr(proposer, "after_text", lambda key, lead, text, limit: Draft(
@@ -185,3 +187,39 @@ def test_forced_text_left_to_the_sampler_opens_the_draft(make_llm):
     assert spec._forced_lead(seq, None) is None                            # jump-forward off
     spec.config.forced_lead = False
     assert spec._forced_lead(seq, ForcedText(engine.tokenizer)) is None
+
+
+def test_a_draft_goes_on_past_forced_text_it_diverged_from(make_llm, monkeypatch):
+    """A draft that drafted other text where the constraint now forces some (`"age` where `"city`
+    is forced) keeps the forced tokens and continues from the text drafted so far, instead of
+    stopping there; a draft walked without a sequence key stops at the forced tokens as before."""
+    from types import SimpleNamespace
+
+    from deepinfer.engine.jump_forward import ForcedText, forced_tokens
+    llm = make_llm(speculative=True)
+    engine, spec, tok = llm.engine, llm.engine.speculator, llm.engine.tokenizer
+    compiled = engine.compiler.compile_regex("(a|b) is forced here(x|y)+")
+    seq = SimpleNamespace(matcher=Matcher(compiled), finished=False, params=SamplingParams(temperature=0))
+    forced = ForcedText(tok)
+    first = tok.encode("a")
+    assert all(seq.matcher.accept_token(t) for t in first)
+    forced_ids = forced_tokens(seq, forced)
+    seq.matcher.rollback(len(first) + len(forced_ids))
+    assert tok.decode(forced_ids) and "is forced" in tok.decode(forced_ids)
+    seen = []
+
+    def continue_text(key, text, limit):
+        seen.append(text)
+        return Draft(tok.encode("xyx")[:limit], SOURCE_OWN, 1)
+    monkeypatch.setattr(spec.proposer, "continue_text", continue_text)
+    wrong = first + tok.encode(" was not")                     # diverges from the forced text
+    keep, keys = spec._walk(seq, Draft(wrong, SOURCE_OWN, 1), forced, key="k", limit=20)
+    assert keep[:len(first) + len(forced_ids)] == first + forced_ids
+    assert tok.decode(keep).startswith("a is forced herexyx")   # continued, again when the chunk ran out
+    assert sum(k is not None for k in keys) == spec.config.max_draft
+    assert keys[len(first):len(first) + len(forced_ids)] == [None] * len(forced_ids)
+    assert seen and seen[0] == tok.decode(first + forced_ids)
+    assert seq.matcher.accept_token(first[0])                  # the walk rolled the matcher back
+    seq.matcher.rollback(1)
+    keep, _ = spec._walk(seq, Draft(wrong, SOURCE_OWN, 1), forced)   # no key: stops at the forced text
+    assert tok.decode(keep).startswith("a") and not tok.decode(keep).endswith("xyx")
