@@ -140,7 +140,7 @@ class CfgAutomaton(CfgMasks):
                 if q == STUCK or not lexeme.first_bytes[byte]:
                     continue
                 q = lexeme.start
-            row = lexeme.rows[q]
+            row = lexeme.rows.get(q)
             q2 = (row if row is not None else lexeme.row(q))[byte]
             if q2 < 0:
                 continue

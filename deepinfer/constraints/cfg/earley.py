@@ -16,9 +16,11 @@ from .lexemes import START, Bnf
 
 @dataclass(eq=False)
 class ItemSet:
-    """Items (dotted rule id, origin set) at one boundary, indexed by next symbol."""
+    """Items at one boundary, indexed by next symbol. An item is one int, `dotted rule id
+    | origin set << Parser.shift` (not a tuple: item sets are built inside mask steps,
+    and ints are neither allocated as containers nor scanned by the cyclic GC)."""
 
-    waiting: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
+    waiting: dict[int, list[int]] = field(default_factory=dict)
     accepting: bool = False          # S' -> start . from set 0 is here
     lexemes: tuple[int, ...] = ()    # lexeme symbols expected next
     # (lexeme, origin) -> (next ItemSet, threads); ("ids", scan generation, scope) -> token ids
@@ -64,6 +66,10 @@ class Parser:
             for i in range(len(rhs) + 1):
                 self.next_symbol.append(rhs[i] if i < len(rhs) else None)
                 self.lhs_of.append(lhs)
+        # item = dotted id | origin << shift; item + 1 advances the dot (a dotted id + 1
+        # of an item that is not complete is still below 1 << shift)
+        self.shift = max(1, len(self.next_symbol).bit_length())
+        self.dotted_mask = (1 << self.shift) - 1
         self.nullable = _nullable(bnf, num_nt)
         self._prepare_predictions(bnf, num_nt)
 
@@ -100,49 +106,51 @@ class Parser:
         return out
 
     def initial_chart(self) -> Chart:
-        waiting: dict[int, list[tuple[int, int]]] = {}
+        waiting: dict[int, list[int]] = {}
         self._predict(START, 0, waiting, set())
         lexemes = tuple(s for s in waiting if s < 0)
         return Chart([ItemSet(waiting, self.nullable[START], lexemes)], 1)
 
     def _predict(self, x: int, k: int, waiting: dict, predicted: set) -> None:
-        own = self.own
+        own, origin = self.own, k << self.shift
         for y in self.reach[x]:
             if y not in predicted:
                 predicted.add(y)
                 for sym, d in own[y]:
                     lst = waiting.get(sym)
                     if lst is None:
-                        waiting[sym] = [(d, k)]
+                        waiting[sym] = [d | origin]
                     else:
-                        lst.append((d, k))
+                        lst.append(d | origin)
 
-    def scanned(self, chart: Chart, lexeme_symbol: int, origin: int) -> list[tuple[int, int]]:
+    def scanned(self, chart: Chart, lexeme_symbol: int, origin: int) -> list[int]:
         """Seeds for the next set: items at `origin` waiting for the lexeme, advanced."""
-        return [(d + 1, o) for d, o in chart[origin].waiting.get(lexeme_symbol, ())]
+        return [item + 1 for item in chart[origin].waiting.get(lexeme_symbol, ())]
 
-    def advance(self, chart: Chart, seeds: list[tuple[int, int]]) -> Chart:
+    def advance(self, chart: Chart, seeds: list[int]) -> Chart:
         return chart.append(self.build(chart, len(chart), seeds))
 
     def build(self, chart: Chart, k: int, seeds) -> ItemSet:
         """Close `seeds` (items from earlier sets, advanced) into set k: completion
         through earlier sets is dynamic, prediction comes from the static tables."""
         next_symbol, lhs_of, nullable = self.next_symbol, self.lhs_of, self.nullable
+        mask, shift = self.dotted_mask, self.shift
         seen = set(seeds)
         todo = list(seen)
-        waiting: dict[int, list[tuple[int, int]]] = {}
+        waiting: dict[int, list[int]] = {}
         predicted: set[int] = set()
         accepting = False
         while todo:
             item = todo.pop()
-            d, o = item              # o < k always: items of this set's own origin are static
+            d = item & mask
             sym = next_symbol[d]
             if sym is None:  # complete: advance the items at o waiting for lhs
                 lhs = lhs_of[d]
+                o = item >> shift    # o < k always: items of this set's own origin are static
                 if lhs == START and o == 0:
                     accepting = True
-                for pd, po in chart[o].waiting.get(lhs, ()):
-                    new = (pd + 1, po)
+                for waiter in chart[o].waiting.get(lhs, ()):
+                    new = waiter + 1
                     if new not in seen:
                         seen.add(new)
                         todo.append(new)
@@ -156,7 +164,7 @@ class Parser:
                 if sym not in predicted:
                     self._predict(sym, k, waiting, predicted)
                 if nullable[sym]:
-                    new = (d + 1, o)
+                    new = item + 1
                     if new not in seen:
                         seen.add(new)
                         todo.append(new)

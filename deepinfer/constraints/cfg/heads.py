@@ -44,12 +44,12 @@ class Head:
     accepting: np.ndarray             # bool [S]
     digest: str
     via: bytes                        # a shortest head match
-    rows: list = field(default_factory=list)
-    accept_list: list = field(default_factory=list)
+    rows: dict = field(default_factory=dict)      # state -> tuple row (visited states only)
+    accept_list: tuple = ()                        # tuples of ints leave the cyclic GC
     paths: dict = field(default_factory=dict)  # head state -> bytes reaching it
 
     def row(self, q: int) -> tuple:
-        got = self.rows[q]
+        got = self.rows.get(q)
         if got is None:
             got = self.rows[q] = tuple(self.trans[q].tolist())
         return got
@@ -202,7 +202,7 @@ def _composed(expr) -> Head | None:
 
 
 def _finish(trans: np.ndarray, accepting_arr: np.ndarray, digest: str) -> Head | None:
-    head = Head(trans, accepting_arr, digest, b"", [None] * len(trans), accepting_arr.tolist())
+    head = Head(trans, accepting_arr, digest, b"", {}, tuple(accepting_arr.tolist()))
     accepting = [q for q in range(len(trans)) if head.accept_list[q]]
     if not accepting:
         return None
@@ -232,7 +232,7 @@ def install_composed(lexeme, literal: bytes, head: Head) -> bool:
     with lexeme._lock:
         if "trans" not in lexeme.__dict__:
             lexeme.__dict__.update(accepting=accepting, start=0, digest=digest,
-                                   rows=[None] * len(trans), accept_list=accepting.tolist())
+                                   rows={}, accept_list=tuple(accepting.tolist()))
             lexeme.__dict__["trans"] = trans  # last: its presence means "built" (lexeme.py)
     return True
 

@@ -87,15 +87,16 @@ class Lexeme:
             trans = np.ascontiguousarray(trans, dtype=np.int32)
             trans.flags.writeable = False  # shared between grammars (lexeme_cache)
             self._nfa = self._rules = None
-            # Rows are converted on first visit, as tuples: most states of a big
+            # Rows are converted on first visit, as tuples in a dict: most states of a big
             # lexeme are never stepped through, and tuples of ints drop out of the
-            # cyclic GC (lists of 256 items made every full collection slow).
+            # cyclic GC (lists of 256 items, or of one None / bool per state, made every
+            # collection that sees them slow).
             self.__dict__.update(accepting=accepting, start=start, digest=digest,
-                                 rows=[None] * len(trans), accept_list=accepting.tolist())
+                                 rows={}, accept_list=tuple(accepting.tolist()))
             self.__dict__["trans"] = trans  # last: its presence means "built"
 
     def row(self, q: int) -> tuple:
-        got = self.rows[q]
+        got = self.rows.get(q)
         if got is None:
             got = self.rows[q] = tuple(self.trans[q].tolist())
         return got

@@ -39,7 +39,7 @@ def literal_prefix(scans, trans: np.ndarray, accepting: np.ndarray, state: int, 
     return (bytes(out), q) if len(out) >= MIN_LITERAL else None
 
 
-def _single_bytes(scans, trans: np.ndarray) -> tuple[list[int], list[int]]:
+def _single_bytes(scans, trans: np.ndarray) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Per state of a DFA: its only live byte (-1 if none or several) and the state
     it leads to; cached per DFA (one pass over the table instead of one per byte)."""
     key = (trans.ctypes.data, trans.shape[0])
@@ -49,7 +49,8 @@ def _single_bytes(scans, trans: np.ndarray) -> tuple[list[int], list[int]]:
         byte = live.argmax(axis=1)
         only = np.where(live.sum(axis=1) == 1, byte, -1)
         nxt = trans[np.arange(trans.shape[0]), byte]
-        hit = scans.single_bytes[key] = (only.tolist(), nxt.tolist(), trans)  # keep trans alive
+        # tuples of ints: cached for good, and out of the cyclic GC (lists would not be)
+        hit = scans.single_bytes[key] = (tuple(only.tolist()), tuple(nxt.tolist()), trans)  # keep trans alive
     return hit[0], hit[1]
 
 

@@ -88,6 +88,7 @@ class ScanCache:
         self.state_digests: dict = {}  # (trans address, rows, state) -> (digest, trans kept alive)
         self.run_keys: dict = {}     # (DFA digest, state) -> the key of its runs (run_key)
         self.compact: dict = {}      # (trans address, rows) -> (compact_rows of it, trans kept alive)
+        self.sub_dfa_numbers: dict = {}  # small_sub_dfa_key tuple -> its number (_small_key)
         self._longer: dict[int, np.ndarray] = {}
         self._sorted_tokens: list[bytes] | None = None
         self._id_positions: np.ndarray | None = None  # int64 [words * 32] (_pack_positions)
@@ -109,8 +110,10 @@ class ScanCache:
         return hit[0]
 
     def _small_key(self, trans: np.ndarray, accepting: np.ndarray, state: int):
-        """("sub-dfa", the sub-DFA reachable from `state` as a tuple) when it has at most
-        LANGUAGE_STATES states, else None (scan_tables.small_sub_dfa_key)."""
+        """("sub-dfa", n) when the sub-DFA reachable from `state` has at most
+        LANGUAGE_STATES states, else None; n numbers that sub-DFA's tuple
+        (scan_tables.small_sub_dfa_key) in this cache: equal numbers exactly for equal
+        tuples, and run keys hash an int instead of a tuple of ~300 ints per lookup."""
         if trans.shape[0] > LANGUAGE_DFA:
             return None
         address = (trans.ctypes.data, trans.shape[0])
@@ -118,7 +121,9 @@ class ScanCache:
         if hit is None:
             hit = self.compact[address] = (compact_rows(trans, accepting), trans)  # keep trans alive
         sub = small_sub_dfa_key(hit[0], accepting, state, LANGUAGE_STATES)
-        return None if sub is None else ("sub-dfa", sub)
+        if sub is None:
+            return None
+        return "sub-dfa", self.sub_dfa_numbers.setdefault(sub, len(self.sub_dfa_numbers))
 
     def positions_longer_than(self, offset: int) -> np.ndarray:
         """Sorted positions of the tokens of more than `offset` bytes (cached)."""

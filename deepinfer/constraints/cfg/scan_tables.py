@@ -40,15 +40,17 @@ def sub_dfa_digest(trans: np.ndarray, accepting: np.ndarray, state: int) -> str:
 
 def compact_rows(trans: np.ndarray, accepting: np.ndarray):
     """A DFA table as runs of equal targets (rows are runs of character classes: ~10
-    entries instead of 256 per state), as plain lists: (row bounds [S + 1], targets,
-    first byte of each run, accepting [S]); run i of row q is entries bounds[q] <= i <
-    bounds[q + 1]."""
+    entries instead of 256 per state), as tuples of ints (cached for good: tuples of
+    ints leave the cyclic GC, lists would be rescanned by every collection): (row
+    bounds [S + 1], targets, first byte of each run, accepting [S]); run i of row q is
+    entries bounds[q] <= i < bounds[q + 1]."""
     change = np.ones(trans.shape, dtype=bool)
     np.not_equal(trans[:, 1:], trans[:, :-1], out=change[:, 1:])
     rows, cols = np.nonzero(change)
     values = trans[rows, cols]
     bounds = np.searchsorted(rows, np.arange(trans.shape[0] + 1))
-    return bounds.tolist(), values.tolist(), cols.tolist(), accepting.tolist()
+    return (tuple(bounds.tolist()), tuple(values.tolist()), tuple(cols.tolist()),
+            tuple(accepting.tolist()))
 
 
 def small_sub_dfa_key(tables, accepting, state: int, limit: int) -> tuple | None:
