@@ -280,6 +280,25 @@ def test_small_sub_dfa_key_names_the_sub_dfa(seed):
     assert small_sub_dfa_key(one, accepting, 0, 1) is None or reach == 0
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_compact_rows_lists_each_rows_runs(seed):
+    """compact_rows against its definition, row by row: a run starts at byte 0 and
+    wherever the target changes (a row's runs never merge with the previous row's)."""
+    from deepinfer.constraints.cfg.scan_tables import compact_rows
+    rng = np.random.default_rng(seed)
+    n = 30
+    trans = np.repeat(rng.integers(-1, 3, size=(n, 32)), 8, axis=1).astype(np.int32)
+    trans[1] = trans[0, -1]  # a constant row equal to the end of the previous one
+    accepting = rng.random(n) < 0.5
+    bounds, values, cols, accept = compact_rows(trans, accepting)
+    assert accept == tuple(accepting.tolist()) and bounds[0] == 0 and len(bounds) == n + 1
+    for q in range(n):
+        row = trans[q].tolist()
+        starts = [b for b in range(256) if b == 0 or row[b] != row[b - 1]]
+        assert cols[bounds[q]:bounds[q + 1]] == tuple(starts)
+        assert values[bounds[q]:bounds[q + 1]] == tuple(row[b] for b in starts)
+
+
 def test_runs_are_shared_by_language_across_lexemes(deepseek_vocab, monkeypatch):
     """Two key lexemes with the same `": ?value` rest: the rest's states share their
     runs (one computation), and every run equals the run computed for that state alone."""

@@ -44,12 +44,14 @@ def compact_rows(trans: np.ndarray, accepting: np.ndarray):
     ints leave the cyclic GC, lists would be rescanned by every collection): (row
     bounds [S + 1], targets, first byte of each run, accepting [S]); run i of row q is
     entries bounds[q] <= i < bounds[q + 1]."""
-    change = np.ones(trans.shape, dtype=bool)
-    np.not_equal(trans[:, 1:], trans[:, :-1], out=change[:, 1:])
-    rows, cols = np.nonzero(change)
-    values = trans[rows, cols]
-    bounds = np.searchsorted(rows, np.arange(trans.shape[0] + 1))
-    return (tuple(bounds.tolist()), tuple(values.tolist()), tuple(cols.tolist()),
+    s = trans.shape[0]
+    flat = trans.reshape(-1)                                  # [S * 256]
+    change = np.empty(flat.shape, dtype=bool)                 # a run starts here
+    np.not_equal(flat[1:], flat[:-1], out=change[1:])
+    change[::256] = True                                      # every row starts a run
+    starts = np.flatnonzero(change)                           # 1-D: 2x faster than 2-D nonzero
+    bounds = np.searchsorted(starts, np.arange(0, (s + 1) * 256, 256))
+    return (tuple(bounds.tolist()), tuple(flat.take(starts).tolist()), tuple((starts & 255).tolist()),
             tuple(accepting.tolist()))
 
 
@@ -60,14 +62,13 @@ def small_sub_dfa_key(tables, accepting, state: int, limit: int) -> tuple | None
     in that order, its acceptance, its number of runs, their first bytes and their
     renumbered targets (the tuple is a dict key: compared in full, no hash trust)."""
     bounds, values, cols, accept = tables
-    order, index, i = [state], {state: 0}, 0
+    order, index = [state], {state: 0, -1: -1}  # -1 (no transition) renumbers to itself
     out: list = []
-    while i < len(order):
-        q = order[i]
+    for q in order:  # grows while walking
         lo, hi = bounds[q], bounds[q + 1]
         row = values[lo:hi]
         for t in row:  # first occurrences in byte order
-            if t >= 0 and t not in index:
+            if t not in index:
                 if len(order) >= limit:
                     return None
                 index[t] = len(order)
@@ -75,8 +76,7 @@ def small_sub_dfa_key(tables, accepting, state: int, limit: int) -> tuple | None
         out.append(accept[q])
         out.append(hi - lo)
         out.extend(cols[lo:hi])
-        out.extend([index[t] if t >= 0 else -1 for t in row])
-        i += 1
+        out.extend(map(index.__getitem__, row))
     return tuple(out)
 
 
