@@ -18,7 +18,7 @@ from itertools import repeat
 
 import numpy as np
 
-FEW_TOKENS = 48  # walks of this few tokens finish here
+FEW_TOKENS = 128  # walks of this few tokens finish here (48 -> 128: 4% fewer slow steps; 256: worse)
 
 
 def finish_few(tokens: list, flat: np.ndarray, accepting: np.ndarray, follow: np.ndarray,
