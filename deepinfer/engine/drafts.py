@@ -167,6 +167,13 @@ class NgramProposer:
             return Draft(found[0], SOURCE_PROMPT, _bucket(found[1]))
         return None
 
+    def add_text(self, tokens: list[int]) -> None:
+        """Tokens no sequence wrote (a schema's skeleton) join the text pool as a finished output."""
+        if self.text_pool is not None and tokens:
+            stream = TextStream()
+            self.text_pool.extend(stream, tokens)
+            self.text_pool.retire(stream)
+
     def release(self, key: object) -> None:
         """The sequence finished: drop its own index, keep its output in the pool."""
         self._own.pop(key, None)

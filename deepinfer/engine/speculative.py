@@ -39,11 +39,13 @@ Knows nothing about the model, the KV cache or sampling arithmetic.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Callable
 
 from deepinfer.engine.drafts import Draft, NgramProposer
 from deepinfer.engine.jump_forward import ForcedText, can_jump, forced_tokens
+from deepinfer.engine.schema_drafts import skeleton_text
 from deepinfer.engine.sequence import Sequence
 
 
@@ -70,6 +72,9 @@ class SpeculativeConfig:
     # Drafts go on past their n-gram match and past forced text, from the text drafted so far (the
     # outputs' text, then the prompt's: values copied from the prompt; `_walk`, `_continuation`).
     continue_drafts: bool = True
+    # The first request of each JSON schema puts the schema's skeleton text in the text pool
+    # (schema_drafts.py): lockstep requests draft structure nobody has written yet.
+    schema_skeletons: bool = True
 
 
 class AcceptanceStats:
@@ -79,8 +84,11 @@ class AcceptanceStats:
         self.counts: dict[tuple, list[int]] = {}   # key -> [accepted, trials]
 
     @staticmethod
-    def key(draft: Draft, position: int, greedy: bool) -> tuple:
-        return draft.source, draft.ngram, position, greedy
+    def key(draft: Draft, position: int, greedy: bool, text: str = "") -> tuple:
+        """Stats are kept per (source, match length, position, greedy, structural): a token with no
+        letter or digit (`\n `, `",`) is usually formatting, which outputs repeat far more
+        reliably than words (after `",` the newline is near certain, a word after `Ada` is not)."""
+        return draft.source, draft.ngram, position, greedy, not any(c.isalnum() for c in text)
 
     def confidence(self, key: tuple | None) -> float:
         if key is None:  # a forced token
@@ -157,6 +165,7 @@ class Speculator:
         self.stats = AcceptanceStats()
         self.cost = StepCost(config.prior_overhead_rows)
         self.counters = {"draft_tokens": 0, "verified_tokens": 0, "accepted_tokens": 0}
+        self._schemas: set[str] = set()   # JSON schemas whose skeleton is in the text pool
 
     def plan(self, running: list[Sequence], budget: int, forced: ForcedText | None, max_model_len: int) -> None:
         """Set `seq.draft` (the tokens to verify this step) for every running sequence."""
@@ -170,6 +179,8 @@ class Speculator:
                 continue
             sampling += 1
             key = (seq.request.request_id, seq.index)
+            if not self.proposer.knows(key):
+                self._seed_schema(seq.params.json_schema)
             self.proposer.observe(key, seq.request.prompt_token_ids, seq.output_token_ids)
             limit = min(seq.params.max_tokens - len(seq.output_token_ids) - 1, max_model_len - seq.num_tokens - 1)
             limit = min(limit, self.config.max_draft + self.config.max_forced)
@@ -234,8 +245,9 @@ class Speculator:
             free += 1
             at += 1
             keep.append(token)
-            keys.append(AcceptanceStats.key(chunk, free, greedy))
-            drafted_text += self._text(token)
+            text = self._text(token)
+            keys.append(AcceptanceStats.key(chunk, free, greedy, text))
+            drafted_text += text
             if token in stops or (matcher is not None and matcher.is_terminated()):
                 break
             if forced is not None and can_jump(seq):
@@ -254,6 +266,19 @@ class Speculator:
         if matcher is not None:
             matcher.rollback(accepted)
         return keep, keys
+
+    def _seed_schema(self, schema: dict | None) -> None:
+        """The first sequence of each JSON schema retires the schema's skeleton text into the text
+        pool (schema_drafts.py): structure to draft from before any output has written it."""
+        if schema is None or not self.config.schema_skeletons or self.proposer.encode is None:
+            return
+        name = json.dumps(schema, sort_keys=True)
+        if name in self._schemas:
+            return
+        self._schemas.add(name)
+        text = skeleton_text(schema)
+        if text is not None:
+            self.proposer.add_text(self.proposer.encode(text))
 
     def _propose(self, key: object, limit: int) -> Draft | None:
         """Token n-grams of two or more tokens, then text matches (outputs, prompt), then single

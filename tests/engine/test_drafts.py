@@ -135,3 +135,27 @@ def test_continue_text_prefers_the_outputs_then_the_prompt():
     draft = p.continue_text("a", "", 2)
     assert (draft.tokens, draft.source) == ([4, 5], SOURCE_TEXT)   # what followed `",` in the outputs
     assert NgramProposer(token_text=texts.__getitem__).continue_text("a", "", 3) is None  # unknown key
+
+
+def test_schema_skeleton_text_follows_declaration_order_and_structure():
+    from deepinfer.engine.schema_drafts import skeleton_text
+    schema = {"type": "object", "$defs": {"tag": {"enum": ["a", "b"]}},
+              "properties": {"name": {"type": "string"}, "age": {"type": ["integer", "null"]},
+                             "ok": {"type": "boolean"}, "tags": {"type": "array", "items": {"$ref": "#/$defs/tag"}},
+                             "pair": {"prefixItems": [{"const": 1}, {"type": "number"}]},
+                             "any": {"anyOf": [{"type": "object", "properties": {"x": {"type": "string"}}}, {}]}}}
+    assert skeleton_text(schema) == (
+        '{\n  "name": "",\n  "age": 0,\n  "ok": false,\n  "tags": [\n    "a"\n  ],\n  "pair": [\n    1,\n    0\n  ],'
+        '\n  "any": {\n    "x": ""\n  }\n}')
+    assert skeleton_text({"type": "string"}) is None and skeleton_text(True) is None
+    recursive = {"type": "object", "properties": {"child": {"$ref": "#"}}}
+    assert skeleton_text(recursive).count('"child"') == 4           # property + $ref per level, MAX_DEPTH 6
+    assert skeleton_text({"type": "array", "items": {"$ref": "#/nowhere"}}) == "[\n  null\n]"
+
+
+def test_add_text_joins_the_text_pool_as_a_finished_output():
+    texts = {**TEXTS, **WORDS}
+    p = NgramProposer(token_text=texts.__getitem__, encode=encode)
+    p.add_text([3, 4, 5])                                        # `",` `\n ` ` "b`
+    p.observe("a", [20], [2, 3])                                 # `"x` `",`
+    assert p.continue_text("a", "", 2).tokens == [4, 5]
