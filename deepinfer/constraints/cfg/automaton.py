@@ -24,8 +24,6 @@ thread codes threads.py.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ..vocab import Vocabulary
@@ -41,11 +39,16 @@ from .threads import AT_START, HEAD, STUCK, Thread  # noqa: F401  (Thread: re-ex
 MAX_FORCED = 4096
 
 
-@dataclass(frozen=True, eq=False)
 class CfgState:
-    chart: Chart
-    threads: tuple[Thread, ...]
-    fresh: bool   # the last item set ends at the current byte (eos possible there)
+    """A parser state (treat as immutable). Slotted, not a frozen dataclass: one is made
+    per byte stepped, and a frozen dataclass's __init__ plus its __dict__ cost ~3x."""
+
+    __slots__ = ("chart", "threads", "fresh")
+
+    def __init__(self, chart: Chart, threads: tuple[Thread, ...], fresh: bool) -> None:
+        self.chart = chart
+        self.threads = threads
+        self.fresh = fresh   # the last item set ends at the current byte (eos possible there)
 
 
 class CfgAutomaton(CfgMasks):

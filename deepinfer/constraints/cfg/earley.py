@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from .lexemes import START, Bnf
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)  # slots: no per-set __dict__ (sets are built inside mask steps)
 class ItemSet:
     """Items at one boundary, indexed by next symbol. An item is one int, `dotted rule id
     | origin set << Parser.shift` (not a tuple: item sets are built inside mask steps,
