@@ -3,8 +3,8 @@
 Extraction outputs copy values from the prompt, but not its tokens: the prompt holds ` Ada` (one
 token after a space) while the output writes `"Ad` then `a` inside a JSON string, so token n-grams
 of the prompt never match the output. This index matches the last `min_chars`..`max_chars`
-characters of the output text anywhere in the prompt text (newest occurrence first) and proposes
-the prompt's tokens from there. When the match ends inside a prompt token, the rest of that token's
+characters of the output text anywhere in the prompt text (newest occurrence first; an opening
+quote may match a space: `"H` finds ` Hedy`) and proposes the prompt's tokens from there. When the match ends inside a prompt token, the rest of that token's
 text is re-encoded (`encode`) and the prompt's own tokens follow.
 
 Deterministic (a function of the prompt, the output text and `encode`). Knows nothing about
@@ -41,7 +41,10 @@ class PromptText:
         if limit <= 0:
             return None
         for n in range(min(max_chars, len(text)), min_chars - 1, -1):
-            at = self.text.rfind(text[-n:])
+            key = text[-n:]
+            at = self.text.rfind(key)
+            if at < 0 and key[0] == '"':  # a JSON string's opening quote stands for a word start
+                at = self.text.rfind(" " + key[1:])
             if at < 0:
                 continue
             tokens = self._tokens_from(at + n, limit, encode)

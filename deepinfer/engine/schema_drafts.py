@@ -5,7 +5,7 @@ Requests that share a schema repeat each other's structure (`",\n  "age": `), an
 together run in lockstep, though: the first time through each field nobody is ahead, and each
 piece of structure (a newline, `"key":`, ` "`) costs a step. A skeleton instance of the schema,
 printed the way `json.dumps(indent=2)` does (properties in declaration order, placeholder values:
-`""`, `0`, `false`, one array item), is retired into the text pool as if an earlier output had
+`""`, `0`, `false`, two array items), is retired into the text pool as if an earlier output had
 written it, so `"city":` continues with ` "` and `",` with `\n  "`. Only a draft source: a wrong
 guess is a rejected draft token, never an output change.
 
@@ -59,7 +59,11 @@ def _instance(schema: object, root: object, depth: int) -> object:
         items = schema.get("items")
         if isinstance(items, list):  # draft-07 tuple form
             return [_instance(sub, root, depth + 1) for sub in items]
-        return [_instance(items, root, depth + 1)] if isinstance(items, dict) else []
+        if not isinstance(items, dict):
+            return []
+        # Two items where allowed: the separator between items (`",\n    "`) is structure too.
+        count = 1 if isinstance(schema.get("maxItems"), int) and schema["maxItems"] < 2 else 2
+        return [_instance(items, root, depth + 1)] * count
     return {"string": "", "integer": 0, "number": 0, "boolean": False}.get(kind)
 
 

@@ -75,6 +75,9 @@ class SpeculativeConfig:
     # The first request of each JSON schema puts the schema's skeleton text in the text pool
     # (schema_drafts.py): lockstep requests draft structure nobody has written yet.
     schema_skeletons: bool = True
+    # Shortest text suffix matched in the outputs' text. 1 (`{`, `,` alone) measured worse on the
+    # extraction benchmark: 35 steps and 2,007 verified rows against 34 and 1,944 (2 runs each).
+    text_min_chars: int = 2
 
 
 class AcceptanceStats:
@@ -161,7 +164,8 @@ class Speculator:
                  encode: Callable[[str], list[int]] | None = None) -> None:
         self.config = config
         self.eos_ids = eos_ids
-        self.proposer = NgramProposer(config.max_ngram, config.min_ngram, config.pool_tokens, token_text, encode)
+        self.proposer = NgramProposer(config.max_ngram, config.min_ngram, config.pool_tokens, token_text, encode,
+                                      config.text_min_chars)
         self.stats = AcceptanceStats()
         self.cost = StepCost(config.prior_overhead_rows)
         self.counters = {"draft_tokens": 0, "verified_tokens": 0, "accepted_tokens": 0}

@@ -5,7 +5,7 @@ a draft opens with those tokens; what comes after them is best predicted by what
 same text in other outputs: after `":` the outputs go on with ` "` (a string value). Token
 n-grams cannot see that match when the tokens before differ (`"name` vs `"city`), so this index
 matches the last `min_chars`..`max_chars` characters of a text against text that ends at a
-token boundary in the outputs of all sequences (running and recently finished, its own
+token boundary, on a line with the same indentation, in the outputs of all sequences (running and recently finished, its own
 included), newest occurrence first, and proposes the tokens that followed there.
 
 Token texts come from a `token_text(id) -> str` function (the tokenizer's decode of one token,
@@ -44,18 +44,29 @@ class TextPool(OutputPool):
         entries, lo, hi = self.entries, self.min_chars, self.max_chars
         for token in new:
             text, position = stream.text, len(stream.tokens)
+            indent = line_indent(text)
             for n in range(lo, min(hi, len(text)) + 1):
-                entries[text[-n:]] = (stream, position)
+                entries[indent, text[-n:]] = (stream, position)
             stream.tokens.append(token)
             stream.text = text + self.token_text(token)
         self.live_tokens += len(new)
 
     def lookup(self, text: str, limit: int) -> tuple[list[int], int] | None:
-        """(tokens[:limit] after the longest matching suffix of `text`, matched characters)."""
+        """(tokens[:limit] after the longest matching suffix of `text` on a line indented alike,
+        matched characters)."""
+        indent = line_indent(text)
         for n in range(min(self.max_chars, len(text)), self.min_chars - 1, -1):
-            hit = self.entries.get(text[-n:])
+            hit = self.entries.get((indent, text[-n:]))
             if hit is not None and hit[0].alive:
                 tokens = hit[0].tokens[hit[1]:hit[1] + limit]
                 if tokens:
                     return tokens, n
         return None
+
+
+def line_indent(text: str) -> int:
+    """Leading blanks of the last line of `text`. Suffixes match only on lines indented alike: after
+    `",` an array item at depth 2 goes on with `\n    "`, a member at depth 1 with `\n  "`, and
+    the characters just before cannot tell them apart."""
+    line = text[text.rfind("\n") + 1:]
+    return len(line) - len(line.lstrip(" \t"))

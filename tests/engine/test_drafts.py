@@ -74,7 +74,8 @@ def test_text_pool_matches_the_longest_suffix_at_token_boundaries_newest_first()
     pool = TextPool(TEXTS.__getitem__, min_chars=1, max_chars=4, pool_tokens=4)
     a, b = TextStream(), TextStream()
     pool.extend(a, [3, 4, 5, 3, 9])          # `",` `\n ` ` "b` `",` ` "c`
-    assert pool.lookup('q",', 2) == ([9], 2)  # the newest `",` (`yz",` shares no token with it)
+    assert pool.lookup('\n  q",', 2) == ([9], 2)  # the newest `",` on a line indented alike
+    assert pool.lookup('q",', 2) == ([4, 5], 2)     # the unindented one
     pool.extend(b, [8, 7])                   # `yz",` ` 1`
     assert pool.lookup('q",', 2) == ([7], 2)
     assert pool.lookup('z",', 2) == ([7], 3)  # longest match
@@ -98,7 +99,7 @@ def test_forced_lead_continues_with_the_text_after_it():
 
 # prompt lookup on characters: a tiny word-level "tokenizer" (ids <-> texts)
 WORDS = {20: "Record", 21: " Ada", 22: " Lovelace", 23: " is", 24: " a", 25: " poet", 26: ".",
-         30: "a", 31: '{"name": "', 32: "Ad", 33: "ace"}
+         30: "a", 31: '{"name": "', 32: "Ad", 33: "ace", 34: "velace"}
 
 
 def encode(text: str) -> list[int]:
@@ -115,9 +116,11 @@ def test_prompt_text_continues_at_token_boundaries_and_re_encodes_a_cut_token():
     from deepinfer.engine.prompt_drafts import PromptText
     prompt = PromptText.build([20, 21, 22, 23, 24, 25, 26], WORDS.__getitem__)
     assert prompt.text == "Record Ada Lovelace is a poet."
-    assert prompt.lookup('{"name": "Ada', 3, encode) == ([22, 23, 24], 3)   # "Ada" ends a token
-    assert prompt.lookup('"Ad', 3, encode) == ([30, 22, 23], 2)             # inside " Ada": "a" re-encoded
+    assert prompt.lookup('{"name": "Ada', 3, encode) == ([22, 23, 24], 4)   # ` Ada` ends a token
+    assert prompt.lookup('x Ad', 3, encode) == ([30, 22, 23], 3)            # inside " Ada": "a" re-encoded
     assert prompt.lookup('x Lovel', 2, encode) == ([33, 23], 6)             # "ace" re-encoded, then " is"
+    assert prompt.lookup('": "Lo', 2, encode) == ([34, 23], 3)             # `"` stands for a word start
+    assert prompt.lookup('yAd', 2, encode) == ([30, 22], 2)
     assert prompt.lookup("poet.", 3, encode) is None                         # nothing follows
     assert prompt.lookup("zzz", 3, encode) is None and prompt.lookup("Ada", 0, encode) is None
 
@@ -142,15 +145,17 @@ def test_schema_skeleton_text_follows_declaration_order_and_structure():
     schema = {"type": "object", "$defs": {"tag": {"enum": ["a", "b"]}},
               "properties": {"name": {"type": "string"}, "age": {"type": ["integer", "null"]},
                              "ok": {"type": "boolean"}, "tags": {"type": "array", "items": {"$ref": "#/$defs/tag"}},
+                             "one": {"type": "array", "items": {"type": "integer"}, "maxItems": 1},
                              "pair": {"prefixItems": [{"const": 1}, {"type": "number"}]},
                              "any": {"anyOf": [{"type": "object", "properties": {"x": {"type": "string"}}}, {}]}}}
     assert skeleton_text(schema) == (
-        '{\n  "name": "",\n  "age": 0,\n  "ok": false,\n  "tags": [\n    "a"\n  ],\n  "pair": [\n    1,\n    0\n  ],'
+        '{\n  "name": "",\n  "age": 0,\n  "ok": false,\n  "tags": [\n    "a",\n    "a"\n  ],\n  "one": [\n    0\n  ],'
+        '\n  "pair": [\n    1,\n    0\n  ],'
         '\n  "any": {\n    "x": ""\n  }\n}')
     assert skeleton_text({"type": "string"}) is None and skeleton_text(True) is None
     recursive = {"type": "object", "properties": {"child": {"$ref": "#"}}}
     assert skeleton_text(recursive).count('"child"') == 4           # property + $ref per level, MAX_DEPTH 6
-    assert skeleton_text({"type": "array", "items": {"$ref": "#/nowhere"}}) == "[\n  null\n]"
+    assert skeleton_text({"type": "array", "items": {"$ref": "#/nowhere"}}) == "[\n  null,\n  null\n]"
 
 
 def test_add_text_joins_the_text_pool_as_a_finished_output():
@@ -159,3 +164,14 @@ def test_add_text_joins_the_text_pool_as_a_finished_output():
     p.add_text([3, 4, 5])                                        # `",` `\n ` ` "b`
     p.observe("a", [20], [2, 3])                                 # `"x` `",`
     assert p.continue_text("a", "", 2).tokens == [4, 5]
+
+
+def test_text_suffixes_match_only_on_lines_indented_alike():
+    from deepinfer.engine.text_drafts import TextPool, TextStream, line_indent
+    texts = {1: "{\n  \"a\": \"x\",", 2: "\n  \"", 3: "[\n    \"y\",", 4: "\n    \"", 5: "z"}
+    pool = TextPool(texts.__getitem__, min_chars=2, max_chars=4)
+    stream = TextStream()
+    pool.extend(stream, [1, 2, 5, 3, 4, 5])
+    assert line_indent('[\n    "q",') == 4 and line_indent("ab") == 0
+    assert pool.lookup('{\n  "b": 1,\n  "c",', 2) == ([2, 5], 2)      # member level: `\n  "`
+    assert pool.lookup('[\n    "p",', 2) == ([4, 5], 2)               # item level, although newer `",` exist
