@@ -245,13 +245,16 @@ class Lowerer:
     def lower_types(self, d: dict, node: Node) -> Expr:
         types = type_set(d)
         parts = []
+        excluded = d.get("_not_enum", [])
+        self._check_structured_exclusions(d, node, excluded)
         for t in TYPES:
             if t not in types or (t == "integer" and "number" in types):
                 continue
             if t == "null":
-                parts.append(literal("null"))
+                if not any(v is None for v in excluded):  # `not: {const: null}`
+                    parts.append(literal("null"))
             elif t == "boolean":
-                parts.append(alt(literal("true"), literal("false")))
+                parts.extend(literal(json.dumps(b)) for b in (True, False) if not any(v is b for v in excluded))
             elif t == "object":
                 parts.append(json_objects.lower_object(self, d, node))
             elif t == "array":
@@ -261,6 +264,19 @@ class Lowerer:
             else:
                 parts.append(json_scalars.lower_number(self, d, node, integer=t == "integer"))
         return alt(*parts) if parts else ir.NOTHING
+
+    def _check_structured_exclusions(self, d: dict, node: Node, excluded: list) -> None:
+        """Objects and arrays that `not: {const/enum}` excludes: strings, numbers, booleans and
+        null are left out exactly; one object or array value cannot be, so a value the rest of
+        the schema admits is refused (fail closed), and one it rejects anyway needs nothing."""
+        for v in excluded:
+            if isinstance(v, (dict, list)) and ("object" if isinstance(v, dict) else "array") in type_set(d) \
+                    and all(self.valid(v, _without_not(src)) for src in d.get("_sources", [])):
+                where = next((src.ptr for src in d.get("_sources", []) if isinstance(src.schema, dict)
+                              and "not" in src.schema), node.ptr)
+                self.unsupported(f"{where}/not", "not",
+                                 f"excluding the {'object' if isinstance(v, dict) else 'array'} value "
+                                 f"{json.dumps(v)[:60]} is not enforced")
 
     # ----------------------------------------------------------- utilities
     def any_value(self, depth: int | None = None) -> Expr:
@@ -314,6 +330,18 @@ class Lowerer:
             v = self._validators["root"] = cls(root, format_checker=cls.FORMAT_CHECKER)
             self.deadline += budget_clock() - started
         return v
+
+
+def _without_not(node: Node) -> Node:
+    """A source schema without its own `not`, nor those of its `allOf` members (the exclusion
+    being checked comes from one of them): what the rest of the schema admits."""
+    s = node.schema
+    if not isinstance(s, dict) or ("not" not in s and not isinstance(s.get("allOf"), list)):
+        return node
+    s = {k: v for k, v in s.items() if k != "not"}
+    if isinstance(s.get("allOf"), list):
+        s["allOf"] = [{k: v for k, v in m.items() if k != "not"} if isinstance(m, dict) else m for m in s["allOf"]]
+    return Node(s, node.ptr, node.base)
 
 
 def _markers_allow(d: dict, v) -> bool:
