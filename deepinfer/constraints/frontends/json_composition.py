@@ -140,7 +140,8 @@ class Composition:
         if not common:
             return True
         for x, y in ((a, b), (b, a)):
-            if "enum" in x and not [v for v in x["enum"] if all(self.lw.valid(v, s) for s in y["_sources"])]:
+            if "enum" in x and not [v for v in x["enum"]
+                                    if all(self.lw.valid(v, _positive(s)) for s in y["_sources"])]:
                 return True
         if common <= {"object"}:
             return self._objects_disjoint(a, b, depth)
@@ -317,3 +318,18 @@ def _view(schema: dict, name: str):
 
 
 __all__ = ["Composition", "effective_types", "value_types", "canon", "TYPES"]
+
+
+# Composition keywords a disjointness test must not consult: a source holding the very oneOf (or
+# not / if) being decided would judge a value by the exclusion the test is meant to justify
+# (`oneOf: [{}, {const: 2}]`: 2 is invalid against the whole schema only because both branches
+# admit it). Without them a source admits more values, so fewer branch pairs count as disjoint:
+# sound, possibly more alternatives.
+_DECIDED = ("oneOf", "anyOf", "allOf", "not", "if", "then", "else", "dependentSchemas")
+
+
+def _positive(node: Node) -> Node:
+    s = node.schema
+    if isinstance(s, dict) and any(k in s for k in _DECIDED):
+        return Node({k: v for k, v in s.items() if k not in _DECIDED}, node.ptr, node.base)
+    return node

@@ -126,6 +126,8 @@ def lower_number(lw: "Lowerer", d: dict, node: Node, integer: bool) -> Expr:
             lw.unsupported(f"{ptr}/multipleOf", "multipleOf",
                            f"multipleOf {mult!r} on non-integers (float division is not regular)")
             mult = None
+    if integer and d.get("_not_integer"):  # ¬integer (a negated `type: integer`) leaves no integer
+        return ir.NOTHING
     try:
         if integer:
             if excluded:

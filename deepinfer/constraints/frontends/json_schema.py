@@ -266,12 +266,13 @@ class Lowerer:
         return alt(*parts) if parts else ir.NOTHING
 
     def _check_structured_exclusions(self, d: dict, node: Node, excluded: list) -> None:
-        """Objects and arrays that `not: {const/enum}` excludes: strings, numbers, booleans and
-        null are left out exactly; one object or array value cannot be, so a value the rest of
-        the schema admits is refused (fail closed), and one it rejects anyway needs nothing."""
+        """Objects and arrays that `not: {const/enum}` (or a oneOf / if negation) excludes: strings,
+        numbers, booleans and null are left out exactly; one object or array value cannot be, so
+        the schema is refused (fail closed) whenever its type is allowed here. (Deciding whether
+        the rest of the schema admits the value would need the whole schema's verdict, and its
+        `if`/`oneOf` parts are exactly what excluded it.)"""
         for v in excluded:
-            if isinstance(v, (dict, list)) and ("object" if isinstance(v, dict) else "array") in type_set(d) \
-                    and all(self.valid(v, _without_not(src)) for src in d.get("_sources", [])):
+            if isinstance(v, (dict, list)) and ("object" if isinstance(v, dict) else "array") in type_set(d):
                 where = next((src.ptr for src in d.get("_sources", []) if isinstance(src.schema, dict)
                               and "not" in src.schema), node.ptr)
                 self.unsupported(f"{where}/not", "not",
@@ -330,18 +331,6 @@ class Lowerer:
             v = self._validators["root"] = cls(root, format_checker=cls.FORMAT_CHECKER)
             self.deadline += budget_clock() - started
         return v
-
-
-def _without_not(node: Node) -> Node:
-    """A source schema without its own `not`, nor those of its `allOf` members (the exclusion
-    being checked comes from one of them): what the rest of the schema admits."""
-    s = node.schema
-    if not isinstance(s, dict) or ("not" not in s and not isinstance(s.get("allOf"), list)):
-        return node
-    s = {k: v for k, v in s.items() if k != "not"}
-    if isinstance(s.get("allOf"), list):
-        s["allOf"] = [{k: v for k, v in m.items() if k != "not"} if isinstance(m, dict) else m for m in s["allOf"]]
-    return Node(s, node.ptr, node.base)
 
 
 def _markers_allow(d: dict, v) -> bool:
