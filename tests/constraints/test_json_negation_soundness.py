@@ -60,3 +60,17 @@ def test_excluding_an_admitted_object_or_array_is_refused(schema, pointer):
 def test_excluding_every_boolean_leaves_nothing():
     with pytest.raises(ConstraintError, match="unsatisfiable"):
         lower_json_schema({"type": "boolean", "not": {"enum": [True, False]}})
+
+
+@pytest.mark.parametrize("schema,pointer,keyword", [
+    ({"dependentSchemas": {"a": {"oneOf": [{"type": "string"}]}}}, "/dependentSchemas/a", "dependentSchemas"),
+    ({"type": "object", "dependentSchemas": {"a": {"if": {"required": ["b"]}, "then": {"required": ["c"]}}}},
+     "/dependentSchemas/a", "dependentSchemas"),
+    ({"type": "object", "propertyNames": {"pattern": "^a", "oneOf": [{"maxLength": 2}, {"minLength": 1}]}},
+     "/propertyNames", "propertyNames"),
+])
+def test_composition_inside_keywords_that_take_only_simple_schemas_is_refused(schema, pointer, keyword):
+    """oneOf / if inside a dependent schema or propertyNames normalize to internal markers; they
+    were taken for annotations and dropped (`{"a": {"a": 1}}` passed a string-only dependency)."""
+    with pytest.raises(ConstraintError, match=f"{pointer}: `{keyword}` is not enforced"):
+        lower_json_schema(schema)

@@ -26,6 +26,7 @@ from .json_pattern import PatternError, parse_pattern
 from .json_words import minus_words
 from .json_refs import Node
 from .json_not_in import encoded_not_in, not_in
+from .json_order import META
 from .json_text import encode_expr, encode_text, quoted
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -64,7 +65,7 @@ class _ObjectLowering:
             if nd is False:
                 self.forbid.append([name])
                 continue
-            keys = {k for k in nd if not k.startswith("_")}
+            keys = {k for k in nd if k not in META}  # markers (`_oneOfs`, `_conds`, ...) constrain too
             if keys <= {"required"}:
                 self.dep_req.setdefault(name, []).extend(nd.get("required", []))
             else:
@@ -238,7 +239,7 @@ class _ObjectLowering:
             return key_lang
         if n is False:
             return ir.NOTHING
-        keys = {k for k in n if not k.startswith("_") or k in ("_patterns", "_not_patterns", "_not_enum")}
+        keys = {k for k in n if k not in META}  # markers (`_oneOfs`, `_conds`, `_patterns`...) constrain too
         if keys <= {"type", "enum"} and "enum" in n:
             names = [v for v in n["enum"] if isinstance(v, str) and v not in self.names]
             if key_lang != not_in(self.names):
