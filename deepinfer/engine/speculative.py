@@ -58,10 +58,12 @@ class SpeculativeConfig:
     # alpha / beta before the cost model has data (see module doc). Measured (SmolLM2 float32, 1 thread,
     # session 5): 32 decodes at ~300 tokens of context take 205 ms, with 2/4 rows each 253/398 ms, so
     # ~100-130 ms fixed and ~2.2 ms a row (alpha/beta ~45-60); prefill chunks cost ~1.8 ms a row at
-    # 128-256 rows, 2.0 at 512, 2.4 at 1024. Kept at 200: in a finite batch a saved step of the
-    # leading sequences shortens the run (prior 60 or 100: 53 steps, 200: 46; the decode steps' CPU
-    # was equal within noise at 1 thread, 9.1-9.5 s in 2 runs each; fewer steps matter more at 2).
-    prior_overhead_rows: float = 200.0
+    # 128-256 rows, 2.0 at 512, 2.4 at 1024. Session 5 kept 200 (fewer steps of the leading
+    # sequences). Session 6, with text, prompt and schema-skeleton drafts (2 threads, extraction
+    # benchmark, 2 alternating runs each): 200 -> 34 steps, 1,928 rows verified, 9.18/9.33 s;
+    # 100 -> 38 steps, 1,488 rows, 9.07/9.04 s; 60 -> 39 steps, 9.01/9.04 s. Drafts are now long and
+    # plentiful, so rejected rows cost more than the steps they might save.
+    prior_overhead_rows: float = 100.0
     max_pending: int = 16               # sequences with more uncomputed tokens are still in prefill
     max_forced: int = 16                # forced tokens a draft may carry beyond max_draft
     # Fit alpha / beta online to measured step times. Off by default: plans would then depend on
