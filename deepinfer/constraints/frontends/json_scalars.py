@@ -22,7 +22,7 @@ from .json_pattern import PatternError, parse_pattern
 from .json_not_in import not_in
 from .json_words import minus_words
 from .json_refs import Node
-from .json_text import ANY_CHAR, DIGIT, STRING_CHAR, encode_expr, quoted
+from .json_text import ANY_CHAR, COUNTED_CHAR, DIGIT, encode_expr, quoted
 
 if TYPE_CHECKING:  # pragma: no cover
     from .json_schema import Lowerer
@@ -50,11 +50,11 @@ def lower_string(lw: "Lowerer", d: dict, node: Node) -> Expr:
             # continue in printable ASCII with short escapes (sound, noted)
             lw.note(f"{ptr or '/'}/maxLength: characters after the first {LONG_STRING} of a string "
                     f"are printable ASCII or two-character escapes")
-            parts = [repeat(STRING_CHAR, lo, LONG_STRING)] if lo <= LONG_STRING else []
-            parts.append(seq(repeat(STRING_CHAR, LONG_STRING, LONG_STRING),
+            parts = [repeat(COUNTED_CHAR, lo, LONG_STRING)] if lo <= LONG_STRING else []
+            parts.append(seq(repeat(COUNTED_CHAR, LONG_STRING, LONG_STRING),
                              repeat(ASCII_CHAR, max(lo - LONG_STRING, 1), hi - LONG_STRING)))
             return quoted(alt(*parts))
-        return quoted(repeat(STRING_CHAR, lo, hi))
+        return quoted(repeat(COUNTED_CHAR, lo, hi))
     if language is None:
         language = repeat(ANY_CHAR)
     if excluded:

@@ -111,6 +111,11 @@ class Lowerer:
         self.strict = strict
         self.any_depth = any_depth
         self.refs = Refs(root)
+        # Drafts before 2019-09 have no minContains / maxContains: `contains` always needs one item
+        # there (honouring `minContains: 0` in a draft-07 schema accepted arrays it rejects).
+        schema_uri = root.get("$schema", "") if isinstance(root, dict) else ""
+        self.legacy_draft = isinstance(schema_uri, str) and any(
+            f"draft-0{n}" in schema_uri for n in (3, 4, 6, 7))
         self.norm = Normalizer(self.refs)
         self.rules: dict[str, Expr] = {"start": ir.EMPTY}
         self.annotations: list[str] = []

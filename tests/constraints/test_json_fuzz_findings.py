@@ -1,0 +1,38 @@
+"""Soundness bugs the random-schema fuzz (test_json_schema_fuzz.py and its wider variant) found
+outside negation: each row is a schema, a JSON text it used to accept though jsonschema rejects
+the value, and a text it must still accept."""
+
+import json
+
+import jsonschema
+import pytest
+
+from deepinfer.constraints.frontends.json_match import matches
+from deepinfer.constraints.frontends.json_schema import lower_json_schema
+
+DRAFT7 = "http://json-schema.org/draft-07/schema#"
+ROWS = [
+    # minLength counts code points: a surrogate-pair escape is one character, not two (counted
+    # strings leave surrogate escapes out; the emoji itself is still allowed, raw)
+    ({"type": "string", "minLength": 3}, '"\\ud83d\\ude00x"', '"\U0001F600xy"'),
+    ({"type": "string", "minLength": 2, "maxLength": 2}, '"\\uD83D\\uDE00"', '"\U0001F600a"'),
+    # draft-07 has no minContains: `contains` still needs one matching item
+    ({"$schema": DRAFT7, "properties": {"b": {"contains": {}, "minContains": 0}}}, '{"b": []}', '{"b": [1]}'),
+]
+
+
+@pytest.mark.parametrize("schema,rejected,accepted", ROWS)
+def test_fuzz_findings_stay_fixed(schema, rejected, accepted):
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    assert not validator.is_valid(json.loads(rejected)) and validator.is_valid(json.loads(accepted))
+    grammar = lower_json_schema(schema)
+    assert not matches(grammar, rejected), rejected
+    assert matches(grammar, accepted), accepted
+
+
+def test_surrogate_escapes_are_left_out_of_counted_strings():
+    """Sound, not complete: a lone surrogate (one character to json.loads) or a pair escape (one
+    character) is never generated in a length-counted string; other \\u escapes count one each."""
+    grammar = lower_json_schema({"type": "string", "minLength": 1, "maxLength": 2})
+    assert not matches(grammar, '"\\ud83d"') and not matches(grammar, '"\\ud83d\\ude00"')
+    assert matches(grammar, '"\\ud7ff"') and matches(grammar, '"\\ue000\\u00e9"') and matches(grammar, '"\U0001F600"')
