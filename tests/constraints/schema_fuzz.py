@@ -185,3 +185,92 @@ class SchemaFuzz:
                 v[i] = self.mutate(v[i])
             return v
         return self.value(1)
+
+
+FORMATS = ["date", "time", "date-time", "duration", "email", "hostname", "ipv4", "ipv6", "uri", "uuid"]
+ODD_STRINGS = ["é", "日本", "😀x", 'ab"c', "a\\b", "2020-13-01", "12:00:00Z", "2020-01-01T00:00:00Z", "P1D", "P",
+               "a@", "host.example", "-bad-", "256.1.1.1", "::1", "1::2::3", "http://x.y/z", "x:y",
+               "123e4567-e89b-12d3-a456-426614174000", "123e4567", "  ", "\n"]
+ODD_NUMBERS = [0, -0.0, 1.0, 1e2, 2.5, -3, 10**15, 0.1, 7, -7.5, 3]
+DRAFT7 = "http://json-schema.org/draft-07/schema#"
+
+
+class WideSchemaFuzz(SchemaFuzz):
+    """More keywords and values: formats, unicode patterns and strings, float bounds, draft-07
+    tuple items / additionalItems / dependencies, `not` of object and array keywords, recursion."""
+
+    def leaf(self) -> dict:
+        x = self.r.random()
+        if x < 0.2:
+            s = {"type": "string", "format": self.r.choice(FORMATS)}
+            if self.chance(0.3):
+                s["maxLength"] = self.r.randrange(1, 30)
+            return s
+        if x < 0.35:
+            s = {"type": "string"}
+            for key in ("minLength", "maxLength"):
+                if self.chance(0.5):
+                    s[key] = self.r.randrange(0, 4)
+            if self.chance(0.4):
+                s["pattern"] = self.r.choice(["^\\w+$", "^[^a]*$", "é", "^.$", "^\\d{2,3}$", "[😀]", "^(ab|c)+$", "\\s"])
+            return s
+        if x < 0.5:
+            s = {"type": self.r.choice(["number", "integer"])}
+            for key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+                if self.chance(0.35):
+                    s[key] = self.r.choice([-2.5, -1, 0, 0.5, 1, 2, 7.25, 10])
+            if s["type"] == "integer" and self.chance(0.3):
+                s["multipleOf"] = self.r.choice([2, 3, 5])
+            return s
+        if x < 0.6:
+            s = {"enum": [self.value(1) for _ in range(self.r.randrange(1, 5))]}
+            if self.chance(0.3):
+                s["type"] = self.r.choice(["object", "array", "string", "integer"])
+            return s
+        return super().leaf()
+
+    def _object(self, depth: int) -> dict:
+        s = super()._object(depth)
+        if self.chance(0.2):
+            s["not"] = self.r.choice([{"required": self.r.sample(NAMES, 1)}, {"minProperties": 2},
+                                      {"properties": {self.r.choice(NAMES): self.schema(depth + 1)}},
+                                      {"type": "object", "maxProperties": 0}, {"additionalProperties": False}])
+        return s
+
+    def _array(self, depth: int) -> dict:
+        if self.chance(0.3):
+            s = {"$schema": DRAFT7, "type": "array", "items": [self.schema(depth + 1) for _ in range(self.r.randrange(1, 3))]}
+            if self.chance(0.6):
+                s["additionalItems"] = self.r.choice([False, self.schema(depth + 1)])
+            if self.chance(0.3):
+                s["uniqueItems"] = True
+            return s
+        s = super()._array(depth)
+        if self.chance(0.2):
+            s["not"] = self.r.choice([{"contains": self.schema(depth + 1)}, {"minItems": 2},
+                                      {"items": self.schema(depth + 1)}, {"uniqueItems": True}])
+        return s
+
+    def document(self) -> dict:
+        x = self.r.random()
+        if x < 0.1:
+            node = {"type": "object", "required": ["v"], "properties": {
+                "v": self.leaf(), "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}, "maxItems": 2}}}
+            return {"$defs": {"node": node}, "$ref": "#/$defs/node"}
+        if x < 0.2:
+            dependency = self.r.choice([self.r.sample(NAMES, 1), {"required": self.r.sample(NAMES, 1)},
+                                        {"properties": {"a": {"type": "string"}}}])
+            return {"$schema": DRAFT7, "type": "object", "properties": {n: self.schema(1) for n in self.r.sample(NAMES, 2)},
+                    "dependencies": {self.r.choice(NAMES): dependency}}
+        return super().document()
+
+    def instance(self, s, depth: int = 0):
+        v = super().instance(s, depth)
+        if isinstance(v, str) and self.chance(0.5):
+            return self.r.choice(ODD_STRINGS)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and self.chance(0.4):
+            return self.r.choice(ODD_NUMBERS)
+        return v
+
+    def value(self, depth: int = 0):
+        return self.r.choice(ODD_STRINGS + ODD_NUMBERS) if self.chance(0.2) else super().value(depth)
