@@ -265,8 +265,11 @@ class Speculator:
                     keep += ids[:same]
                     keys += [None] * same
                     break
-                keep += ids  # all of them: jump-forward appends them whatever is sampled
-                keys += [None] * len(ids)
+                room = limit - len(keep)  # never past max_tokens or the context length
+                keep += ids[:room]  # all of them: jump-forward appends them whatever is sampled
+                keys += [None] * min(len(ids), room)
+                if len(ids) > room:
+                    break
                 drafted_text += "".join(self._text(t) for t in ids)
                 at = at + len(ids) if same == len(ids) else len(chunk.tokens)  # diverged: look again
         if matcher is not None:

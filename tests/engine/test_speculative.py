@@ -219,6 +219,9 @@ def test_a_draft_goes_on_past_forced_text_it_diverged_from(make_llm, monkeypatch
     assert sum(k is not None for k in keys) == spec.config.max_draft
     assert keys[len(first):len(first) + len(forced_ids)] == [None] * len(forced_ids)
     assert seen and seen[0] == tok.decode(first + forced_ids)
+    for limit in (1, 2, 3):                                    # never past max_tokens / the context
+        assert spec._walk(seq, Draft(wrong, SOURCE_OWN, 1), forced, key="k", limit=limit)[0] == \
+            (first + forced_ids)[:limit]
     assert seq.matcher.accept_token(first[0])                  # the walk rolled the matcher back
     seq.matcher.rollback(1)
     keep, _ = spec._walk(seq, Draft(wrong, SOURCE_OWN, 1), forced)   # no key: stops at the forced text
