@@ -89,7 +89,8 @@ class NgramProposer:
         self.token_text, self.encode = token_text, encode
         self._prompts: dict[object, PromptText] = {}  # key -> prompt text (prompt lookup on characters)
         self.pool = DraftPool(pool_tokens)
-        self.text_pool = TextPool(token_text, min_chars=text_min_chars, pool_tokens=pool_tokens) if token_text is not None else None
+        self.text_pool = (TextPool(token_text, min_chars=text_min_chars, pool_tokens=pool_tokens)
+                          if token_text is not None else None)
         self._texts: dict[object, TextStream] = {}    # key -> output text (in text_pool)
         self._own: dict[object, NgramIndex] = {}      # key -> prompt + output
         self._outputs: dict[object, NgramIndex] = {}  # key -> output only (what the pool shares)

@@ -4,8 +4,9 @@ Extraction outputs copy values from the prompt, but not its tokens: the prompt h
 token after a space) while the output writes `"Ad` then `a` inside a JSON string, so token n-grams
 of the prompt never match the output. This index matches the last `min_chars`..`max_chars`
 characters of the output text anywhere in the prompt text (newest occurrence first; an opening
-quote may match a space: `"H` finds ` Hedy`) and proposes the prompt's tokens from there. When the match ends inside a prompt token, the rest of that token's
-text is re-encoded (`encode`) and the prompt's own tokens follow.
+quote may match a space: `"H` finds ` Hedy`) and proposes the prompt's tokens from there. When
+the match ends inside a prompt token, the rest of that token's text is re-encoded (`encode`) and
+the prompt's own tokens follow.
 
 Deterministic (a function of the prompt, the output text and `encode`). Knows nothing about
 models, masks or sampling; the caller walks the proposal through the constraint.
