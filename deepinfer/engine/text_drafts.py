@@ -5,8 +5,9 @@ a draft opens with those tokens; what comes after them is best predicted by what
 same text in other outputs: after `":` the outputs go on with ` "` (a string value). Token
 n-grams cannot see that match when the tokens before differ (`"name` vs `"city`), so this index
 matches the last `min_chars`..`max_chars` characters of a text against text that ends at a
-token boundary, on a line with the same indentation, in the outputs of all sequences (running and recently finished, its own
-included), newest occurrence first, and proposes the tokens that followed there.
+token boundary, on a line with the same indentation, in the outputs of all sequences (running
+and recently finished, its own included), newest occurrence first, and proposes the tokens that
+followed there.
 
 Token texts come from a `token_text(id) -> str` function (the tokenizer's decode of one token,
 cached by the engine); any fixed function works, matches only need to be consistent.
