@@ -36,3 +36,15 @@ def test_surrogate_escapes_are_left_out_of_counted_strings():
     grammar = lower_json_schema({"type": "string", "minLength": 1, "maxLength": 2})
     assert not matches(grammar, '"\\ud83d"') and not matches(grammar, '"\\ud83d\\ude00"')
     assert matches(grammar, '"\\ud7ff"') and matches(grammar, '"\\ue000\\u00e9"') and matches(grammar, '"\U0001F600"')
+
+
+@pytest.mark.parametrize("schema,rejected,accepted", [
+    # draft-07 has no dependentSchemas: `if` is always true here, so `then` applies to every object
+    ({"$schema": DRAFT7, "properties": {"id": {"if": {"dependentSchemas": {"x": {"type": "number"}}},
+                                               "then": {"type": "string"}}}}, '{"id": {"x": null}}', '{"id": "s"}'),
+    # draft-07 has no prefixItems: `items: false` leaves only the empty array
+    ({"$schema": DRAFT7, "properties": {"a": {"oneOf": [{"items": False, "prefixItems": [{}]}]}}},
+     '{"a": [null]}', '{"a": []}'),
+])
+def test_keywords_newer_than_the_schemas_draft_are_ignored(schema, rejected, accepted):
+    test_fuzz_findings_stay_fixed(schema, rejected, accepted)

@@ -72,8 +72,6 @@ def elements(lw: "Lowerer", prefix: list[Expr], rest: Expr, lo: int, hi: int | N
 
 def _contains(lw: "Lowerer", d: dict, node: Node, prefix, rest, lo, hi) -> Expr:
     ptr = f"{node.ptr}/contains"
-    if lw.legacy_draft:  # not keywords before 2019-09
-        d = {k: v for k, v in d.items() if k not in ("minContains", "maxContains")}
     need = int(d.get("minContains", 1))
     if "maxContains" in d or prefix or hi is not None or (d.get("uniqueItems") and not lw.unique_matcher):
         lw.unsupported(ptr, "contains", "contains with maxContains, prefixItems, maxItems or "

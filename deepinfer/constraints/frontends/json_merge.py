@@ -68,8 +68,9 @@ def synthetic(schema: dict, like: Node) -> Node:
 
 
 class Normalizer:
-    def __init__(self, refs: Refs):
+    def __init__(self, refs: Refs, ignored: frozenset = frozenset()):
         self.refs = refs
+        self.ignored = ignored  # keywords the document's draft does not have (see Lowerer)
 
     def normalize(self, node: Node, depth: int = 0) -> dict | bool:
         """The canonical dict of a schema (True/False for boolean schemas)."""
@@ -83,7 +84,7 @@ class Normalizer:
         out: dict[str, Any] = {}
         members: list[tuple[Node, tuple]] = []  # (member, its position prefix: see json_order)
         for k, (key, value) in enumerate(s.items()):
-            if key not in VALIDATION:
+            if key not in VALIDATION or key in self.ignored:
                 continue
             if key == "$ref":
                 members.append((self.refs.resolve(value, node.base), (k,)))

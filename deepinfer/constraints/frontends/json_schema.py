@@ -105,18 +105,22 @@ def load_schema(schema) -> Any:
                           f"not {type(schema).__name__}")
 
 
+_NEWER_KEYWORDS = frozenset({"prefixItems", "dependentSchemas", "dependentRequired", "minContains", "maxContains"})
+
+
 class Lowerer:
     def __init__(self, root, ws: Whitespace, strict, any_depth: int | None):
         self.ws = ws
         self.strict = strict
         self.any_depth = any_depth
         self.refs = Refs(root)
-        # Drafts before 2019-09 have no minContains / maxContains: `contains` always needs one item
-        # there (honouring `minContains: 0` in a draft-07 schema accepted arrays it rejects).
+        # Drafts before 2019-09 have no prefixItems, dependentSchemas, dependentRequired,
+        # minContains or maxContains: jsonschema ignores them there, and so must the grammar (honoured
+        # inside an `if` or `oneOf`, or as `minContains: 0`, they let through what the schema rejects).
         schema_uri = root.get("$schema", "") if isinstance(root, dict) else ""
         self.legacy_draft = isinstance(schema_uri, str) and any(
             f"draft-0{n}" in schema_uri for n in (3, 4, 6, 7))
-        self.norm = Normalizer(self.refs)
+        self.norm = Normalizer(self.refs, _NEWER_KEYWORDS if self.legacy_draft else frozenset())
         self.rules: dict[str, Expr] = {"start": ir.EMPTY}
         self.annotations: list[str] = []
         self._ref_rules: dict[tuple[int, str], str] = {}
