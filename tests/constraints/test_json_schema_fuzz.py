@@ -1,7 +1,7 @@
 """Soundness fuzz: random schemas (schema_fuzz.py), near-valid instances; every JSON text the
 lowered grammar accepts must validate with `jsonschema` (the schema's own draft). Schemas the compiler refuses are skipped
 (refusing is sound). Found the oneOf-disjointness and negated-integer bugs of
-test_json_negation_soundness.py. The default run is short; the slow one covers 20x more."""
+test_json_negation_soundness.py. The default run is short (3 x 150 schemas); the slow one covers 4 x 1,000."""
 
 import json
 import sys
@@ -53,6 +53,6 @@ def test_accepted_instances_validate(make, seed):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("make", [SchemaFuzz, WideSchemaFuzz])
-@pytest.mark.parametrize("seed", range(20, 23))
+@pytest.mark.parametrize("seed", range(20, 22))
 def test_accepted_instances_validate_many(make, seed):
     fuzz(make(seed), schemas=1000, instances=20)
