@@ -7,6 +7,7 @@ import json
 import jsonschema
 import pytest
 
+from deepinfer.constraints.errors import ConstraintError
 from deepinfer.constraints.frontends.json_match import matches
 from deepinfer.constraints.frontends.json_schema import lower_json_schema
 
@@ -48,3 +49,16 @@ def test_surrogate_escapes_are_left_out_of_counted_strings():
 ])
 def test_keywords_newer_than_the_schemas_draft_are_ignored(schema, rejected, accepted):
     test_fuzz_findings_stay_fixed(schema, rejected, accepted)
+
+
+DRAFT2020 = "https://json-schema.org/draft/2020-12/schema"
+
+
+def test_keywords_older_than_the_schemas_draft_are_ignored():
+    """2020-12 has no `dependencies` / `additionalItems`: inside `not` they must not relax anything."""
+    for schema in ({"$schema": DRAFT2020, "type": "object", "not": {"dependencies": {"a": ["b"]}}},
+                   {"$schema": DRAFT2020, "type": "array", "not": {"additionalItems": False}}):
+        with pytest.raises(ConstraintError, match="unsatisfiable"):  # not {}: nothing is valid
+            lower_json_schema(schema)
+    # without $schema, draft-07's reading stays: dependencies are enforced
+    assert not matches(lower_json_schema({"dependencies": {"a": ["b"]}}), '{"a": 1}')

@@ -120,7 +120,14 @@ class Lowerer:
         schema_uri = root.get("$schema", "") if isinstance(root, dict) else ""
         self.legacy_draft = isinstance(schema_uri, str) and any(
             f"draft-0{n}" in schema_uri for n in (3, 4, 6, 7))
-        self.norm = Normalizer(self.refs, _NEWER_KEYWORDS if self.legacy_draft else frozenset())
+        # And the reverse: a document that declares 2019-09 has no `dependencies`, 2020-12 neither
+        # `additionalItems`. A document without `$schema` keeps the draft-07 reading of both.
+        ignored = _NEWER_KEYWORDS if self.legacy_draft else frozenset()
+        if isinstance(schema_uri, str) and "2019-09" in schema_uri:
+            ignored = frozenset({"dependencies"})
+        elif isinstance(schema_uri, str) and "2020-12" in schema_uri:
+            ignored = frozenset({"dependencies", "additionalItems"})
+        self.norm = Normalizer(self.refs, ignored)
         self.rules: dict[str, Expr] = {"start": ir.EMPTY}
         self.annotations: list[str] = []
         self._ref_rules: dict[tuple[int, str], str] = {}
