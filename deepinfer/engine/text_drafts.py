@@ -30,6 +30,19 @@ class TextStream:
     tokens: list[int] = field(default_factory=list)
     text: str = ""
     alive: bool = True
+    indent: int = 0        # line_indent(text), kept up to date token by token (not rescanned)
+    blank: bool = True     # the last line of text holds only blanks so far
+
+    def append(self, token: int, piece: str) -> None:
+        self.tokens.append(token)
+        self.text += piece
+        if "\n" in piece:
+            piece = piece[piece.rfind("\n") + 1:]
+            self.indent, self.blank = 0, True
+        if self.blank:
+            rest = piece.lstrip(" \t")
+            self.indent += len(piece) - len(rest)
+            self.blank = not rest
 
 
 class TextPool(OutputPool):
@@ -44,12 +57,10 @@ class TextPool(OutputPool):
         """Append tokens to a stream, registering the text before each as a matchable suffix."""
         entries, lo, hi = self.entries, self.min_chars, self.max_chars
         for token in new:
-            text, position = stream.text, len(stream.tokens)
-            indent = line_indent(text)
+            text, position, indent = stream.text, len(stream.tokens), stream.indent
             for n in range(lo, min(hi, len(text)) + 1):
                 entries[indent, text[-n:]] = (stream, position)
-            stream.tokens.append(token)
-            stream.text = text + self.token_text(token)
+            stream.append(token, self.token_text(token))
         self.live_tokens += len(new)
 
     def lookup(self, text: str, limit: int) -> tuple[list[int], int] | None:

@@ -173,5 +173,10 @@ def test_text_suffixes_match_only_on_lines_indented_alike():
     stream = TextStream()
     pool.extend(stream, [1, 2, 5, 3, 4, 5])
     assert line_indent('[\n    "q",') == 4 and line_indent("ab") == 0
+    assert stream.indent == line_indent(stream.text) == 4
+    other = TextStream()                                  # kept token by token = rescanned
+    for token, piece in enumerate(["{", "\n ", " ", "\t\"a", " ", "b\n", "  ", "\n", " x"]):
+        other.append(token, piece)
+        assert other.indent == line_indent(other.text), other.text
     assert pool.lookup('{\n  "b": 1,\n  "c",', 2) == ([2, 5], 2)      # member level: `\n  "`
     assert pool.lookup('[\n    "p",', 2) == ([4, 5], 2)               # item level, although newer `",` exist
