@@ -40,6 +40,23 @@ def default_tokenizer() -> str:
     return os.path.join(list(spec.submodule_search_locations)[0], "tokenizer.json")
 
 
+def load_tokenizer(path: str | None):
+    """(tokenizers.Tokenizer, deepinfer Vocabulary over every id incl. added tokens, eos id)."""
+    from tokenizers import Tokenizer
+
+    from deepinfer.constraints import Vocabulary
+
+    path = path or default_tokenizer()
+    tokenizer = Tokenizer.from_file(path)
+    with open(path, encoding="utf-8") as f:
+        tj = json.load(f)
+    ids = list(tj["model"]["vocab"].values()) + [a["id"] for a in tj.get("added_tokens", [])]
+    vocab = Vocabulary.from_tokenizer_json(path, vocab_size=max(ids) + 1)
+    if not vocab.eos_ids:
+        raise SystemExit("the tokenizer has no end-of-sequence token")
+    return tokenizer, vocab, min(vocab.eos_ids)
+
+
 def run_case(case: dict, compiler, tokenizer, vocab_size: int, eos: int) -> dict:
     from deepinfer.constraints import Matcher, allocate_token_bitmask
 
@@ -89,19 +106,9 @@ def main(argv=None) -> int:
     ap.add_argument("--jsonl", default=None, help="write one record per case here")
     args = ap.parse_args(argv)
 
-    from tokenizers import Tokenizer
+    from deepinfer.constraints import GrammarCompiler
 
-    from deepinfer.constraints import GrammarCompiler, Vocabulary
-
-    path = args.tokenizer or default_tokenizer()
-    tokenizer = Tokenizer.from_file(path)
-    with open(path, encoding="utf-8") as f:
-        tj = json.load(f)
-    ids = list(tj["model"]["vocab"].values()) + [a["id"] for a in tj.get("added_tokens", [])]
-    vocab = Vocabulary.from_tokenizer_json(path, vocab_size=max(ids) + 1)
-    eos = min(vocab.eos_ids) if vocab.eos_ids else None
-    if eos is None:
-        raise SystemExit("the tokenizer has no end-of-sequence token")
+    tokenizer, vocab, eos = load_tokenizer(args.tokenizer)
     compiler = GrammarCompiler(vocab)
     files = sorted(glob.glob(os.path.join(args.cases, "*.json")) if os.path.isdir(args.cases)
                    else glob.glob(args.cases))

@@ -27,7 +27,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from maskbench import default_tokenizer  # noqa: E402
+from maskbench import load_tokenizer  # noqa: E402
 
 SCALARS = [None, True, False, 0, -1, 1, 2.5, -0.5, 10**12, "", "x", "hello world", "2020-01-01", "a" * 300,
            [], {}, "\u00e9\u65e5"]
@@ -119,9 +119,8 @@ def main(argv=None) -> int:
     import time
 
     import jsonschema
-    from tokenizers import Tokenizer
 
-    from deepinfer.constraints import ConstraintError, GrammarCompiler, Vocabulary
+    from deepinfer.constraints import ConstraintError, GrammarCompiler
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cases", required=True, help="folder of case files (or a glob)")
@@ -131,13 +130,7 @@ def main(argv=None) -> int:
     ap.add_argument("--limit", type=int, default=0)
     args = ap.parse_args(argv)
 
-    path = args.tokenizer or default_tokenizer()
-    tokenizer = Tokenizer.from_file(path)
-    with open(path, encoding="utf-8") as f:
-        tj = json.load(f)
-    ids = list(tj["model"]["vocab"].values()) + [a["id"] for a in tj.get("added_tokens", [])]
-    vocab = Vocabulary.from_tokenizer_json(path, vocab_size=max(ids) + 1)
-    eos = min(vocab.eos_ids)
+    tokenizer, vocab, eos = load_tokenizer(args.tokenizer)
     compiler = GrammarCompiler(vocab)
     fuzz = Fuzz(tokenizer, vocab.size, eos, args.seed)
     files = sorted(glob.glob(os.path.join(args.cases, "*.json")) if os.path.isdir(args.cases)
