@@ -30,6 +30,8 @@ Knows nothing about the model or the KV cache.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from deepinfer.engine.output import append_token
@@ -37,21 +39,76 @@ from deepinfer.engine.sequence import Sequence
 
 
 class ForcedText:
-    """Turns the text a constraint forces into tokens to append, for one engine's tokenizer."""
+    """Turns the text a constraint forces into tokens to append, for one engine's tokenizer.
+
+    What is forced depends only on the matcher's state, which is a function of the tokens it
+    accepted: the output so far, plus draft tokens while a draft is walked (speculative.py). So
+    the results are remembered per (matcher, accepted tokens): the plan's walk computes them for
+    the draft, and `jump_forward` after the verified tokens (the same tokens) finds them there
+    instead of asking the constraint again (find_jump_forward_string, encode, a mask for
+    `extendable`). Entries live two steps (`new_step`), or up to `MEMO_SIZE` without steps."""
+
+    MEMO_SIZE = 4096
 
     def __init__(self, tokenizer) -> None:
         self.tokenizer = tokenizer
         self._extensions: dict[tuple[int, int], np.ndarray] = {}   # (id(vocab), token) -> ids
         self._vocabs: dict[int, object] = {}                        # keeps those ids valid
+        self._encoded: dict[str, list[int]] = {}                    # forced text -> its tokens ([] if unusable)
+        self._memo: dict[tuple, Forced] = {}                        # state key -> what it forces
+        self._previous: dict[tuple, Forced] = {}                    # the step before's entries
+
+    def new_step(self) -> None:
+        """Forget entries older than the previous step (they hold finished matchers alive)."""
+        self._previous, self._memo = self._memo, {}
+
+    @staticmethod
+    def state_key(seq: Sequence, drafted: list[int] | tuple = ()) -> tuple | None:
+        """(matcher, the tokens it accepted): a key for its state while the matcher has accepted
+        exactly the output and then `drafted`; None when that cannot be checked."""
+        output = getattr(seq, "output_token_ids", None)
+        if output is None or seq.matcher.num_accepted != len(output) + len(drafted):
+            return None
+        return seq.matcher, (*output, *drafted)
+
+    def lookup(self, seq: Sequence, drafted: list[int] | tuple = ()) -> "Forced":
+        """The forced text and its tokens at the matcher's state (remembered per state)."""
+        key = self.state_key(seq, drafted)
+        found = self._find(key)
+        if found is None:
+            text = seq.matcher.find_jump_forward_string()
+            found = Forced(text, self._encode(text) if text else [])
+            if key is not None:
+                if len(self._memo) >= self.MEMO_SIZE:
+                    self._memo.clear()
+                self._memo[key] = found
+        return found
+
+    def _find(self, key: tuple | None) -> "Forced | None":
+        if key is None:
+            return None
+        found = self._memo.get(key)
+        if found is None:
+            found = self._previous.get(key)
+            if found is not None:
+                self._memo[key] = found
+        return found
 
     def token_ids(self, seq: Sequence) -> list[int]:
         """The tokenizer's encoding of the text the constraint forces now ([] when none)."""
-        text = seq.matcher.find_jump_forward_string()
-        if not text:
-            return []
-        ids = self.tokenizer.encode(text, add_special_tokens=False)
-        # A tokenizer that normalizes (adds a prefix space, ...) would not reproduce the forced text.
-        return ids if self.tokenizer.decode(ids, skip_special_tokens=False) == text else []
+        return list(self.lookup(seq).ids)
+
+    def _encode(self, text: str) -> list[int]:
+        ids = self._encoded.get(text)
+        if ids is None:
+            ids = self.tokenizer.encode(text, add_special_tokens=False)
+            # A tokenizer that normalizes (adds a prefix space, ...) would not reproduce the forced text.
+            if self.tokenizer.decode(ids, skip_special_tokens=False) != text:
+                ids = []
+            if len(self._encoded) >= self.MEMO_SIZE:
+                self._encoded.clear()
+            self._encoded[text] = ids
+        return ids
 
     def extendable(self, seq: Sequence, token: int) -> bool:
         """Could the model write `token`'s text as the start of a longer token allowed here?
@@ -83,16 +140,34 @@ def can_jump(seq: Sequence) -> bool:
     return seq.matcher is not None and not seq.finished and seq.params.logprobs is None
 
 
-def forced_tokens(seq: Sequence, forced: ForcedText) -> list[int]:
+@dataclass(eq=False)
+class Forced:
+    """What one matcher state forces: the text, its tokens, and (once `forced_tokens` computed
+    them there) those of them that jump-forward appends."""
+
+    text: str
+    ids: list[int]
+    accepted: list[int] | None = None
+
+
+def forced_tokens(seq: Sequence, forced: ForcedText, drafted: list[int] | tuple = ()) -> list[int]:
     """The tokens `jump_forward` would append now (before any stop or length check), accepted into
-    the matcher, which the caller rolls back: speculative drafts pass through forced text this way."""
+    the matcher, which the caller rolls back: speculative drafts pass through forced text this way.
+    `drafted`: the tokens the matcher accepted after the output (a draft being walked)."""
     if not can_jump(seq):
         return []
-    ids, accepted = forced.token_ids(seq), []
+    found = forced.lookup(seq, drafted)
+    if found.accepted is not None:
+        for token in found.accepted:
+            if not seq.matcher.accept_token(token):
+                raise RuntimeError("internal error: remembered forced tokens refused by the constraint")
+        return list(found.accepted)
+    ids, accepted = found.ids, []
     for i, token in enumerate(ids):
         if (i == len(ids) - 1 and forced.extendable(seq, token)) or not seq.matcher.accept_token(token):
             break
         accepted.append(token)
+    found.accepted = list(accepted)
     return accepted
 
 
@@ -100,12 +175,16 @@ def jump_forward(seq: Sequence, forced: ForcedText, eos_ids: frozenset[int], max
     """Append the tokens the constraint forces now; returns how many were appended."""
     if not can_jump(seq):
         return 0
-    ids = forced.token_ids(seq)
+    found = forced.lookup(seq)
+    known = found.accepted is not None  # computed at this very state by a draft's walk
+    ids = found.accepted if known else found.ids
     appended = 0
     for i, token in enumerate(ids):
-        if seq.finished or (i == len(ids) - 1 and forced.extendable(seq, token)):
+        if seq.finished or (not known and i == len(ids) - 1 and forced.extendable(seq, token)):
             break
         if not seq.matcher.accept_token(token):
+            if known:
+                raise RuntimeError("internal error: remembered forced tokens refused by the constraint")
             break
         append_token(seq, token, None, eos_ids, max_model_len, accepted=True)
         appended += 1

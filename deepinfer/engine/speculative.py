@@ -16,7 +16,9 @@ Per step (`Speculator.plan`), for each decoding sequence:
    the first token the constraint refuses (confidence 0: it could never be sampled) and after an
    eos/stop id. With jump-forward on, where the constraint forces text after a draft token, the
    draft must continue with exactly the tokens jump-forward would append (`forced_tokens`), or it
-   is cut there: those forced tokens have confidence 1 and do not count against `max_draft`;
+   is cut there: those forced tokens have confidence 1 and do not count against `max_draft`.
+   Walks are lazy (draft_walk.py): a draft is walked only as far as step 4 asks, after every
+   sequence's new tokens are in the draft pools (so every walk sees this step's outputs);
 3. confidence of the i-th free (not forced) draft token: c = P(accepted | all before accepted), a
    Beta-smoothed acceptance rate per (source own/pool, matched n-gram length, i, greedy or
    sampled), learned online from verification results (`record`); survival a_j = prod c up to j.
@@ -34,17 +36,21 @@ Per step (`Speculator.plan`), for each decoding sequence:
    admitted greedily in descending a (a_j never increases with j, so prefixes stay prefixes) and
    the search stops at the first one that does not raise Theta (DSpark's Algorithm 1; with
    sampled-verify the early stop is not needed for exactness, and Theta is unimodal here anyway).
+   The candidates come from a merge of the rows (`select_lengths`), which asks a row for a_{j+1}
+   only once a_j is admitted: the lengths of sorting all candidates, without walking them all.
 Knows nothing about the model, the KV cache or sampling arithmetic.
 """
 
 from __future__ import annotations
 
+import heapq
 import json
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterator
 
+from deepinfer.engine.draft_walk import DraftWalk
 from deepinfer.engine.drafts import Draft, NgramProposer
-from deepinfer.engine.jump_forward import ForcedText, can_jump, forced_tokens
+from deepinfer.engine.jump_forward import ForcedText, can_jump
 from deepinfer.engine.schema_drafts import skeleton_text
 from deepinfer.engine.sequence import Sequence
 
@@ -147,14 +153,34 @@ def choose_lengths(survival: list[list[float]], base_tokens: int, base_tau: floa
     """Verification length per sequence maximizing tau / (overhead + B) (DSpark Algorithm 1).
 
     survival[r][j-1] = a_{r,j}; base_tokens / base_tau: B and tau with no draft verified."""
-    candidates = sorted(((a, r, j) for r, row in enumerate(survival) for j, a in enumerate(row, 1) if a > 0),
-                        key=lambda c: (-c[0], c[1], c[2]))
-    lengths = [0] * len(survival)
+    return select_lengths([iter(row) for row in survival], base_tokens, base_tau, overhead_rows, budget)
+
+
+def select_lengths(rows: list[Iterator[float]], base_tokens: int, base_tau: float, overhead_rows: float,
+                   budget: int) -> list[int]:
+    """`choose_lengths` over survivals computed on demand: rows[r] yields a_{r,1}, a_{r,2}, ...
+    (non-increasing), and is asked for a_{r,j+1} only once a_{r,j} is admitted. Candidates are
+    admitted in the order of a full sort by (-a, r, j) (a k-way merge of the rows: within a row
+    that key increases with j), so the lengths are those of sorting every candidate first."""
+    heap = []
+    for r, row in enumerate(rows):
+        a = next(row, 0.0)
+        if a > 0:
+            heap.append((-a, r, 1))
+    heapq.heapify(heap)
+    lengths = [0] * len(rows)
     tokens, tau = base_tokens, base_tau
-    for a, r, j in candidates:
-        if budget <= 0 or (tau + a) * (overhead_rows + tokens) <= tau * (overhead_rows + tokens + 1):
+    while heap and budget > 0:
+        a, r, j = heap[0]
+        a = -a
+        if (tau + a) * (overhead_rows + tokens) <= tau * (overhead_rows + tokens + 1):
             break
         lengths[r], tokens, tau, budget = j, tokens + 1, tau + a, budget - 1
+        a = next(rows[r], 0.0)
+        if a > 0:
+            heapq.heapreplace(heap, (-a, r, j + 1))
+        else:
+            heapq.heappop(heap)
     return lengths
 
 
@@ -175,8 +201,10 @@ class Speculator:
 
     def plan(self, running: list[Sequence], budget: int, forced: ForcedText | None, max_model_len: int) -> None:
         """Set `seq.draft` (the tokens to verify this step) for every running sequence."""
-        seqs, drafts, survival = [], [], []
+        walks: list[DraftWalk] = []
         base_tokens, sampling = 0, 0
+        if forced is not None:
+            forced.new_step()
         for seq in running:
             seq.draft, seq.draft_info = [], None
             pending = seq.num_tokens - seq.num_computed
@@ -192,26 +220,28 @@ class Speculator:
             limit = min(limit, self.config.max_draft + self.config.max_forced)
             lead = self._forced_lead(seq, forced)
             draft = self.proposer.after_text(key, *lead, limit) if lead else self._propose(key, limit)
-            if draft is None:
-                continue
-            draft.tokens, keys = self._walk(seq, draft, forced, key, limit)
-            if not draft.tokens:
-                continue
-            a, row = 1.0, []
-            for key in keys:
-                a *= self.stats.confidence(key)
-                row.append(a)
-            seqs.append(seq)
-            drafts.append((draft, keys))
-            survival.append(row)
-        if not seqs:
+            if draft is not None:
+                walks.append(DraftWalk(self, seq, draft, forced, key, limit))
+        if not walks:
             return
-        lengths = choose_lengths(survival, base_tokens, float(sampling), self.cost.overhead_rows(),
-                                 budget - base_tokens)
-        for seq, (draft, keys), length in zip(seqs, drafts, lengths):
+        try:
+            lengths = select_lengths([self._survival(walk) for walk in walks], base_tokens, float(sampling),
+                                     self.cost.overhead_rows(), budget - base_tokens)
+        finally:
+            for walk in walks:
+                walk.close()
+        for walk, length in zip(walks, lengths):
             if length:
-                seq.draft, seq.draft_info = draft.tokens[:length], keys
+                walk.seq.draft, walk.seq.draft_info = walk.keep[:length], walk.keys
                 self.counters["draft_tokens"] += length
+
+    def _survival(self, walk: DraftWalk) -> Iterator[float]:
+        """a_j = prod of the confidences of the walk's first j tokens, walking on demand."""
+        a, j, keys, confidence = 1.0, 0, walk.keys, self.stats.confidence
+        while j < len(keys) or walk.step():
+            a *= confidence(keys[j])
+            j += 1
+            yield a
 
     def _forced_lead(self, seq: Sequence, forced: ForcedText | None) -> tuple[list[int], str] | None:
         """The tokens of the text the constraint forces now, when jump-forward left them to the
@@ -219,62 +249,23 @@ class Speculator:
         usually writes them, so they open the draft (with a learned confidence, not 1)."""
         if forced is None or not self.config.forced_lead or not can_jump(seq):
             return None
-        text = seq.matcher.find_jump_forward_string()
-        if not text:
-            return None
-        ids = forced.token_ids(seq)
-        return (ids, text) if ids else None
+        found = forced.lookup(seq)
+        return (list(found.ids), found.text) if found.text and found.ids else None
 
     def _walk(self, seq: Sequence, draft: Draft, forced: ForcedText | None,
               key: object = None, limit: int = 0) -> tuple[list[int], list]:
-        """The usable prefix of the draft and a confidence key per token (None: forced, c = 1).
-
-        With `key` (the proposer's sequence key) a draft that runs out, or that jump-forward's forced
-        text leaves (`"age` drafted where the constraint now forces `"occupation`), goes on with what
-        followed the text drafted so far elsewhere (`NgramProposer.continue_text`), up to `limit`."""
-        stops = self.eos_ids | set(seq.params.stop_token_ids)
-        matcher, greedy = seq.matcher, seq.params.greedy
-        keep, keys, accepted, free = [], [], 0, 0
-        chunk, at, drafted_text = draft, 0, ""
-        limit = limit or len(draft.tokens)
-        while len(keep) < limit and free < self.config.max_draft:
-            if at >= len(chunk.tokens):
-                chunk = self._continuation(key, drafted_text, limit - len(keep))
-                if chunk is None:
-                    break
-                at = 0
-            token = chunk.tokens[at]
-            if matcher is not None:
-                if not matcher.accept_token(token):
-                    break
-                accepted += 1
-            free += 1
-            at += 1
-            keep.append(token)
-            text = self._text(token)
-            keys.append(AcceptanceStats.key(chunk, free, greedy, text))
-            drafted_text += text
-            if token in stops or (matcher is not None and matcher.is_terminated()):
-                break
-            if forced is not None and can_jump(seq):
-                ids = forced_tokens(seq, forced)  # what jump-forward will append after `token`
-                accepted += len(ids)
-                rest = chunk.tokens[at:at + len(ids)]
-                same = next((i for i, (a, b) in enumerate(zip(ids, rest)) if a != b), min(len(ids), len(rest)))
-                if same < len(ids) and key is None:
-                    keep += ids[:same]
-                    keys += [None] * same
-                    break
-                room = limit - len(keep)  # never past max_tokens or the context length
-                keep += ids[:room]  # all of them: jump-forward appends them whatever is sampled
-                keys += [None] * min(len(ids), room)
-                if len(ids) > room:
-                    break
-                drafted_text += "".join(self._text(t) for t in ids)
-                at = at + len(ids) if same == len(ids) else len(chunk.tokens)  # diverged: look again
-        if matcher is not None:
-            matcher.rollback(accepted)
-        return keep, keys
+        """The whole usable prefix of the draft and a confidence key per token (None: forced,
+        c = 1); draft_walk.py. With `key` (the proposer's sequence key) a draft that runs out, or
+        that jump-forward's forced text leaves (`"age` drafted where the constraint now forces
+        `"occupation`), goes on with what followed the text drafted so far elsewhere
+        (`NgramProposer.continue_text`), up to `limit`."""
+        walk = DraftWalk(self, seq, draft, forced, key, limit)
+        try:
+            while walk.step():
+                pass
+        finally:
+            walk.close()
+        return walk.keep, walk.keys
 
     def _seed_schema(self, schema: dict | None) -> None:
         """The first sequence of each JSON schema retires the schema's skeleton text into the text

@@ -48,6 +48,45 @@ def test_choose_lengths_admits_by_survival_until_theta_drops():
     assert choose_lengths([[0.0]], 1, 1.0, 1000.0, budget=10) == [0]
 
 
+def _sorted_choose_lengths(survival, base_tokens, base_tau, overhead_rows, budget):
+    """The reference: sort every candidate first, admit greedily (what select_lengths replaces)."""
+    candidates = sorted(((a, r, j) for r, row in enumerate(survival) for j, a in enumerate(row, 1) if a > 0),
+                        key=lambda c: (-c[0], c[1], c[2]))
+    lengths, tokens, tau = [0] * len(survival), base_tokens, base_tau
+    for a, r, j in candidates:
+        if budget <= 0 or (tau + a) * (overhead_rows + tokens) <= tau * (overhead_rows + tokens + 1):
+            break
+        lengths[r], tokens, tau, budget = j, tokens + 1, tau + a, budget - 1
+    return lengths
+
+
+def test_lazy_selection_equals_sorting_every_candidate_and_asks_only_what_it_needs():
+    import random
+    from deepinfer.engine.speculative import select_lengths
+    rng = random.Random(1)
+    for trial in range(400):
+        survival = []
+        for _ in range(rng.randrange(0, 9)):
+            a, row = 1.0, []
+            for _ in range(rng.randrange(0, 8)):
+                # ties across and within rows (forced tokens keep a; repeated confidences)
+                a *= rng.choice([1.0, 1.0, 0.5, 0.75, 2 / 3, rng.random()])
+                row.append(a)
+            survival.append(row)
+        args = (rng.randrange(0, 40), float(rng.randrange(1, 9)), rng.choice([1.0, 5.0, 100.0, 1e6]),
+                rng.randrange(0, 30))
+        asked = [0] * len(survival)
+
+        def lazy(r):
+            for a in survival[r]:
+                asked[r] += 1
+                yield a
+        lengths = select_lengths([lazy(r) for r in range(len(survival))], *args)
+        assert lengths == _sorted_choose_lengths(survival, *args) == choose_lengths(survival, *args)
+        # a row is asked for its next survival only after admitting the one before
+        assert all(n <= length + 1 for n, length in zip(asked, lengths)), (survival, args, asked)
+
+
 def test_acceptance_stats_count_trials_only_up_to_the_first_miss():
     from deepinfer.engine.drafts import Draft
     stats = AcceptanceStats()

@@ -226,3 +226,75 @@ def test_a_draft_goes_on_past_forced_text_it_diverged_from(make_llm, monkeypatch
     seq.matcher.rollback(1)
     keep, _ = spec._walk(seq, Draft(wrong, SOURCE_OWN, 1), forced)   # no key: stops at the forced text
     assert tok.decode(keep).startswith("a") and not tok.decode(keep).endswith("xyx")
+
+
+def _drafts_per_step(llm, monkeypatch):
+    """Run the constrained batch, recording every plan's drafts."""
+    from deepinfer.engine.speculative import Speculator
+    plans, plan = [], Speculator.plan
+
+    def recording(self, running, *args):
+        plan(self, running, *args)
+        plans.append([list(s.draft) for s in running])
+    monkeypatch.setattr(Speculator, "plan", recording)
+    pattern = r"(ab|cd|ef){2,9}( [a-z]{1,6}){0,3}"
+    params = [SamplingParams(json_schema=SCHEMA, temperature=0, max_tokens=80),
+              SamplingParams(json_schema=SCHEMA, temperature=0.8, seed=3, max_tokens=80),
+              SamplingParams(regex=pattern, temperature=0, max_tokens=40)] * 2
+    # compiled before: every request is admitted in the first step whatever the compile time
+    llm.engine.compiler.compile_json_schema(SCHEMA)
+    llm.engine.compiler.compile_regex(pattern)
+    outs = llm.generate(["json: ab ab ab", "name: abab", "regex: cdcdcd", "x", "ab ab", "cd"], params)
+    monkeypatch.setattr(Speculator, "plan", plan)
+    return outputs(outs), plans, llm.engine.stats()
+
+
+def test_lazy_walks_and_remembered_forced_text_change_nothing(make_llm, monkeypatch):
+    """Plans walk drafts only as far as the selection asks, and jump-forward reuses the forced
+    tokens a walk computed at the same matcher state: both must give exactly the plans, drafts
+    and outputs of walking every draft to its end and asking the constraint every time."""
+    from deepinfer.engine.jump_forward import ForcedText
+    from deepinfer.engine.speculative import Speculator
+    config = SpeculativeConfig(prior_overhead_rows=40.0)
+    fast = _drafts_per_step(make_llm(speculative=True, speculative_config=config), monkeypatch)
+    survival = Speculator._survival
+
+    def whole(self, walk):
+        while walk.step():
+            pass
+        return survival(self, walk)
+    monkeypatch.setattr(Speculator, "_survival", whole)
+    monkeypatch.setattr(ForcedText, "state_key", staticmethod(lambda seq, drafted=(): None))
+    slow = _drafts_per_step(make_llm(speculative=True, speculative_config=config), monkeypatch)
+    assert fast[0] == slow[0] and fast[1] == slow[1]
+    assert fast[2]["draft_tokens"] == slow[2]["draft_tokens"] > 20
+    assert fast[2]["jump_forward_tokens"] == slow[2]["jump_forward_tokens"] > 0
+
+
+def test_remembered_forced_tokens_are_keyed_by_the_exact_matcher_state(make_llm):
+    from types import SimpleNamespace
+
+    from deepinfer.engine.jump_forward import ForcedText, forced_tokens
+    llm = make_llm(speculative=True)
+    tok = llm.engine.tokenizer
+    compiled = llm.engine.compiler.compile_regex("(a|b) is forced here(x|y)+")
+    seq = SimpleNamespace(matcher=Matcher(compiled), finished=False, params=SamplingParams(temperature=0),
+                          output_token_ids=[])
+    forced = ForcedText(tok)
+    first = tok.encode("a")
+    assert all(seq.matcher.accept_token(t) for t in first)
+    computed = forced_tokens(seq, forced, first)              # walked: the draft `a` after the output
+    assert computed and "is forced" in tok.decode(computed)
+    seq.matcher.rollback(len(computed))
+    again = forced_tokens(seq, forced, first)                 # remembered: accepted again, same tokens
+    assert again == computed and seq.matcher.num_accepted == len(first) + len(computed)
+    seq.matcher.rollback(len(again))
+    seq.output_token_ids = list(first)                        # the same state reached as output
+    assert forced.lookup(seq).accepted == computed
+    assert forced.state_key(seq, [5]) is None                 # the matcher did not accept a 6th... token
+    seq.matcher.reset()                                       # a matcher out of step with the output
+    assert forced.state_key(seq) is None and forced.token_ids(seq) == []
+    forced.new_step()
+    forced.new_step()                                         # two steps later the entry is gone
+    seq.matcher.accept_token(first[0])
+    assert forced._find(forced.state_key(seq)) is None

@@ -1,0 +1,105 @@
+"""Walking a draft through its sequence's constraint, one free token at a time, on demand.
+
+A draft is usable up to the first token the constraint refuses, and through an eos/stop id; with
+jump-forward on, after each draft token the draft must carry exactly the tokens jump-forward would
+append there (`forced_tokens`: confidence 1, not counted against `max_draft`), or it is cut
+there, or (with the proposer's sequence key) it goes on past them with what followed the text
+drafted so far elsewhere (`Speculator._continuation`). See speculative.py, step 2.
+
+Why lazily: the plan admits draft tokens in descending survival across all sequences and stops at
+the first that does not pay (speculative.choose_lengths), so most of a long draft is never
+verified. A walk advances only when the plan asks for its next survival (`DraftWalk.step`), and
+each step costs constraint calls (accept_token, the forced text after the token): on the
+extraction benchmark lazy walks accept ~40% fewer draft tokens into matchers than whole ones,
+for the same plans. The matcher stays advanced through the walked tokens until `close()`.
+Knows nothing about the model, the KV cache or sampling.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from deepinfer.engine.drafts import Draft
+from deepinfer.engine.jump_forward import ForcedText, can_jump, forced_tokens
+from deepinfer.engine.sequence import Sequence
+
+if TYPE_CHECKING:
+    from deepinfer.engine.speculative import Speculator
+
+
+class DraftWalk:
+    """The usable prefix of one draft (`keep`) and a confidence key per token (`keys`; None:
+    forced, c = 1), extended by `step()`."""
+
+    def __init__(self, spec: "Speculator", seq: Sequence, draft: Draft, forced: ForcedText | None,
+                 key: object = None, limit: int = 0) -> None:
+        self.spec, self.seq, self.forced, self.key = spec, seq, forced, key
+        self.matcher, self.greedy = seq.matcher, seq.params.greedy
+        stop_ids = seq.params.stop_token_ids
+        self.stops = spec.eos_ids | set(stop_ids) if stop_ids else spec.eos_ids
+        self.keep: list[int] = []
+        self.keys: list = []
+        self.accepted = 0          # tokens accepted into the matcher (rolled back by close)
+        self.free = 0              # draft (not forced) tokens walked
+        self.chunk, self.at, self.drafted_text = draft, 0, ""
+        self.limit = limit or len(draft.tokens)
+        self.done = False
+
+    def step(self) -> bool:
+        """Walk one more draft token and the forced tokens after it; False when the walk is over
+        (nothing was added)."""
+        if self.done:
+            return False
+        if len(self.keep) >= self.limit or self.free >= self.spec.config.max_draft:
+            self.done = True
+            return False
+        if self.at >= len(self.chunk.tokens):
+            chunk = self.spec._continuation(self.key, self.drafted_text, self.limit - len(self.keep))
+            if chunk is None:
+                self.done = True
+                return False
+            self.chunk, self.at = chunk, 0
+        chunk, token, matcher = self.chunk, self.chunk.tokens[self.at], self.matcher
+        if matcher is not None:
+            if not matcher.accept_token(token):
+                self.done = True
+                return False
+            self.accepted += 1
+        self.free += 1
+        self.at += 1
+        text = self.spec._text(token)
+        self.keys.append(self.spec.stats.key(chunk, self.free, self.greedy, text))
+        self.drafted_text += text
+        self.keep.append(token)
+        if token in self.stops or (matcher is not None and matcher.is_terminated()):
+            self.done = True
+        elif self.forced is not None and can_jump(self.seq):
+            self._carry(forced_tokens(self.seq, self.forced, self.keep))  # what jump-forward appends
+        return True
+
+    def _carry(self, ids: list[int]) -> None:
+        """Take the forced tokens after the last draft token; cut the walk where it must end."""
+        keep, chunk, at = self.keep, self.chunk, self.at
+        self.accepted += len(ids)
+        rest = chunk.tokens[at:at + len(ids)]
+        same = next((i for i, (a, b) in enumerate(zip(ids, rest)) if a != b), min(len(ids), len(rest)))
+        if same < len(ids) and self.key is None:
+            keep += ids[:same]
+            self.keys += [None] * same
+            self.done = True
+            return
+        room = self.limit - len(keep)  # never past max_tokens or the context length
+        keep += ids[:room]  # all of them: jump-forward appends them whatever is sampled
+        self.keys += [None] * min(len(ids), room)
+        if len(ids) > room:
+            self.done = True
+            return
+        if ids:
+            self.drafted_text += "".join(self.spec._text(t) for t in ids)
+        self.at = at + len(ids) if same == len(ids) else len(chunk.tokens)  # diverged: look again
+
+    def close(self) -> None:
+        """Roll the matcher back to the sequence's own tokens."""
+        if self.matcher is not None:
+            self.matcher.rollback(self.accepted)
+        self.accepted = 0
