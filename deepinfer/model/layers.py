@@ -6,6 +6,11 @@ which checks names and shapes. Activations are [T, hidden]: flattened tokens, no
 batch dimension. Numerics follow transformers 5.x (RMSNorm in float32, then the
 weight multiplies in the model dtype).
 
+bfloat16 models on a CPU without fast bfloat16 matmuls keep their projection weights as float32
+copies of the bfloat16 values and multiply in float32 (`gemm_weight`, `linear`): activations
+stay bfloat16 between layers, and the products of bfloat16 values are exact in float32, so
+only the summation order differs from a bfloat16 GEMM (which accumulates in float32 too).
+
 Every projection, here and in the architectures, calls `F.linear` / `F.silu` /
 `Tensor.sigmoid` looked up at call time: the engine's batch-invariant mode
 (engine/invariance.py) swaps those functions, so never bind them at import.
@@ -13,6 +18,8 @@ Every projection, here and in the architectures, calls `F.linear` / `F.silu` /
 
 from __future__ import annotations
 
+import functools
+import os
 from typing import Protocol
 
 import torch
@@ -46,6 +53,52 @@ def gemm_layout(weight: torch.Tensor) -> torch.Tensor:
     if weight.dtype != torch.float32 or weight.dim() < 2:
         return weight
     return weight.transpose(-1, -2).contiguous().transpose(-1, -2)
+
+
+# DEEPINFER_BF16_GEMM: "auto" (float32 GEMMs for bfloat16 weights on a CPU without AMX),
+# "native" (bfloat16 GEMMs), "float32" (always float32 GEMMs for bfloat16 weights).
+BF16_GEMM_ENV = "DEEPINFER_BF16_GEMM"
+BF16_GEMM_CHOICES = ("auto", "native", "float32")
+
+
+@functools.cache
+def _cpu_has_amx_bf16() -> bool:
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            return any(line.startswith("flags") and " amx_bf16" in line for line in f)
+    except OSError:
+        return False
+
+
+def bf16_gemm_in_float32(device: torch.device) -> bool:
+    """Whether bfloat16 projections multiply in float32 on `device`.
+
+    Why: torch's CPU bfloat16 matmul runs at ~166 GFLOPS on this project's AVX-512 machines
+    against ~297 for float32 (2 threads, [512, 576] x [576, 3072]); only AMX makes bfloat16 the
+    faster one. The float32 copy doubles the projection weights' memory.
+    """
+    choice = os.environ.get(BF16_GEMM_ENV, "auto").strip().lower() or "auto"
+    if choice not in BF16_GEMM_CHOICES:
+        raise ValueError(f"{BF16_GEMM_ENV}={choice!r}: use one of {', '.join(BF16_GEMM_CHOICES)}")
+    if choice != "auto":
+        return choice == "float32"
+    return torch.device(device).type == "cpu" and not _cpu_has_amx_bf16()
+
+
+def gemm_weight(weight: torch.Tensor) -> torch.Tensor:
+    """The [..., out, in] tensor `linear` multiplies by: float32 values of a bfloat16 weight
+    where bf16_gemm_in_float32 says so, in gemm_layout."""
+    if weight.dtype == torch.bfloat16 and weight.dim() >= 2 and bf16_gemm_in_float32(weight.device):
+        weight = weight.float()
+    return gemm_layout(weight)
+
+
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """F.linear in the weight's dtype, returned in x's dtype (a float32 `gemm_weight` of a bfloat16
+    model: x [..., in] widened exactly, the result rounded back once, as a bfloat16 GEMM would)."""
+    if weight.dtype == x.dtype:
+        return F.linear(x, weight, bias)
+    return F.linear(x.to(weight.dtype), weight, bias).to(x.dtype)
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -85,14 +138,14 @@ class Linear(nn.Module):
 
     def load(self, weights: Weights, prefix: str) -> None:
         mats = [weights.take(f"{prefix}{name}.weight", (rows, self.in_features)) for name, rows in self.parts.items()]
-        self.weight = frozen(gemm_layout(mats[0] if len(mats) == 1 else torch.cat(mats)))  # [out, in] values
+        self.weight = frozen(gemm_weight(mats[0] if len(mats) == 1 else torch.cat(mats)))  # [out, in] values
         self.bias = None
         if self.has_bias:
             vecs = [weights.take(f"{prefix}{name}.bias", (rows,)) for name, rows in self.parts.items()]
-            self.bias = frozen(vecs[0] if len(vecs) == 1 else torch.cat(vecs))
+            self.bias = frozen((vecs[0] if len(vecs) == 1 else torch.cat(vecs)).to(self.weight.dtype))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.linear(x, self.weight, self.bias)
+        return linear(x, self.weight, self.bias)
 
 
 class SwiGLU(nn.Module):
@@ -134,13 +187,16 @@ class Embedding(nn.Module):
         # faster (float32, 1 thread, SmolLM2, other weights read in between: 43 rows 31 -> 26 ms,
         # 77 rows 42 -> 39 ms). A tied matrix keeps one copy, in that layout; embed_tokens then
         # gathers its columns (~0.2 ms for 50 tokens, ~1 ms for 512).
-        self.head = frozen(gemm_layout(embed if self.tied else head))
+        self.dtype = embed.dtype  # of the activations (a bfloat16 head may multiply in float32)
+        self.head = frozen(gemm_weight(embed if self.tied else head))
         self.embed = self.head if self.tied else frozen(embed)
 
     def embed_tokens(self, input_ids: torch.Tensor) -> torch.Tensor:
         if self.embed.stride(-1) != 1:  # [vocab, hidden] viewed from a contiguous [hidden, vocab]
-            return self.embed.t().index_select(1, input_ids).t().contiguous()  # [T, hidden]
-        return F.embedding(input_ids, self.embed)  # [T, hidden]
+            rows = self.embed.t().index_select(1, input_ids).t().contiguous()  # [T, hidden]
+        else:
+            rows = F.embedding(input_ids, self.embed)  # [T, hidden]
+        return rows.to(self.dtype)  # (exact: float32 copies hold bfloat16 values)
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        return F.linear(hidden, self.head).float()  # [N, vocab]
+        return linear(hidden, self.head).float()  # [N, vocab], rounded to the model dtype first

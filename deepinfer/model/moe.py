@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from deepinfer.model.config import ModelConfig
-from deepinfer.model.layers import SwiGLU, Weights, frozen, gemm_layout
+from deepinfer.model.layers import SwiGLU, Weights, frozen, gemm_weight, linear
 
 
 class Router(nn.Module):
@@ -60,8 +60,8 @@ class Experts(nn.Module):
             gate_up.append(torch.cat([weights.take(p + "gate_proj.weight", (inter, hidden)),
                                       weights.take(p + "up_proj.weight", (inter, hidden))]))
             down.append(weights.take(p + "down_proj.weight", (hidden, inter)))
-        self.gate_up = frozen(gemm_layout(torch.stack(gate_up)))
-        self.down = frozen(gemm_layout(torch.stack(down)))
+        self.gate_up = frozen(gemm_weight(torch.stack(gate_up)))
+        self.down = frozen(gemm_weight(torch.stack(down)))
 
     def forward(self, x: torch.Tensor, ids: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
         """x [T, hidden], ids/weights [T, k] -> sum over k of weight * expert(x) [T, hidden]."""
@@ -78,8 +78,8 @@ class Experts(nn.Module):
             if n == 0:
                 continue
             idx = tokens[start:start + n]
-            gate, up = F.linear(x.index_select(0, idx), self.gate_up[e]).split(self.intermediate, dim=-1)
-            y = F.linear(F.silu(gate) * up, self.down[e])  # [n, hidden]
+            gate, up = linear(x.index_select(0, idx), self.gate_up[e]).split(self.intermediate, dim=-1)
+            y = linear(F.silu(gate) * up, self.down[e])  # [n, hidden]
             out.index_add_(0, idx, (y * slot_weights[start:start + n, None]).to(x.dtype))
             start += n
         return out

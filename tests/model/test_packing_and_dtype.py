@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from deepinfer.model import load_model
+from deepinfer.model import layers, load_model
 from deepinfer.model.kv import DenseKVCache
 from model_reference import PROMPT, reference_prefill
 
@@ -58,21 +58,58 @@ def test_two_sequences_packed_match_each_alone(family, reference_model):
                                    atol=1e-5, rtol=0)
 
 
+@pytest.mark.parametrize("gemm", ["native", "float32"])
 @pytest.mark.parametrize("family", ["smollm2-tied", "qwen2-bias-sliding", "qwen3-qknorm", "deepseek-v3"])
-def test_bfloat16_matches_transformers_bfloat16_and_stays_close(family, reference_model):
+def test_bfloat16_matches_transformers_bfloat16_and_stays_close(family, gemm, reference_model, monkeypatch):
+    """Both ways of multiplying a bfloat16 model (bfloat16 GEMMs, or float32 GEMMs over float32
+    copies of the bfloat16 weights) match transformers' bfloat16 logits to bfloat16 rounding."""
     from transformers import AutoModelForCausalLM
 
+    monkeypatch.setenv(layers.BF16_GEMM_ENV, gemm)
     reference, directory = reference_model(family)
     model = load_model(directory, dtype=torch.bfloat16)
-    assert model.embedding.embed.dtype == torch.bfloat16
-    assert model.layers[0].attn.o.weight.dtype == torch.bfloat16
+    o_proj = model.layers[0].attn.o.weight
+    assert o_proj.dtype == (torch.bfloat16 if gemm == "native" else torch.float32)
+    assert torch.equal(o_proj, o_proj.to(torch.bfloat16).to(o_proj.dtype))  # bfloat16 values either way
     logits = model.forward(torch.tensor(PROMPT), torch.arange(len(PROMPT)), DenseKVCache(model.config.num_layers))
     assert logits.dtype == torch.float32
+    assert torch.equal(logits, logits.to(torch.bfloat16).float())  # rounded to the model dtype
     hf_bf16 = AutoModelForCausalLM.from_pretrained(directory, dtype=torch.bfloat16, attn_implementation="eager",
                                                    experts_implementation="eager")
     assert (logits - reference_prefill(hf_bf16, PROMPT)).abs().max().item() < 1e-2
     if model.config.moe is None:  # MoE routing may flip between dtypes; dense models just lose precision
         assert (logits - reference_prefill(reference, PROMPT)).abs().max().item() < 0.3
+
+
+def test_float32_gemm_of_bfloat16_activations_rounds_once():
+    """linear() over a float32 copy of bfloat16 weights: bfloat16 in, bfloat16 out, the float32
+    product of the exact values rounded once."""
+    torch.manual_seed(0)
+    x = torch.randn(5, 16).to(torch.bfloat16)
+    w = torch.randn(8, 16).to(torch.bfloat16)
+    b = torch.randn(8).to(torch.bfloat16)
+    out = layers.linear(x, w.float(), b.float())
+    assert out.dtype == torch.bfloat16
+    assert torch.equal(out, torch.nn.functional.linear(x.float(), w.float(), b.float()).to(torch.bfloat16))
+    assert torch.equal(layers.linear(x, w, b), torch.nn.functional.linear(x, w, b))  # same dtype: untouched
+
+
+@pytest.mark.parametrize("amx, env, expected", [(False, "", True), (True, "", False), (False, "auto", True),
+                                                (True, "float32", True), (False, "native", False)])
+def test_bfloat16_gemm_policy(amx, env, expected, monkeypatch):
+    """auto: float32 GEMMs on a CPU without AMX (its bfloat16 matmul is the slower one), never
+    elsewhere; DEEPINFER_BF16_GEMM overrides."""
+    monkeypatch.setattr(layers, "_cpu_has_amx_bf16", lambda: amx)
+    monkeypatch.setenv(layers.BF16_GEMM_ENV, env)
+    assert layers.bf16_gemm_in_float32(torch.device("cpu")) is expected
+    if env in ("", "auto"):
+        assert layers.bf16_gemm_in_float32(torch.device("meta")) is False
+
+
+def test_bfloat16_gemm_policy_rejects_unknown_values(monkeypatch):
+    monkeypatch.setenv(layers.BF16_GEMM_ENV, "fp8")
+    with pytest.raises(ValueError, match="DEEPINFER_BF16_GEMM='fp8'.*auto, native, float32"):
+        layers.bf16_gemm_in_float32(torch.device("cpu"))
 
 
 def test_bfloat16_router_stays_float32(reference_model):
@@ -83,12 +120,13 @@ def test_bfloat16_router_stays_float32(reference_model):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_projection_weights_keep_values_in_the_faster_gemm_layout(dtype, reference_model):
+def test_projection_weights_keep_values_in_the_faster_gemm_layout(dtype, reference_model, monkeypatch):
     """float32 projections are the transposed view of a contiguous [in, out] matrix (layers.gemm_layout:
     MKL multiplies x @ W^T faster that way); bfloat16 keeps the checkpoint's row-major layout. The
     values are the checkpoint's either way (the reference tests check the logits)."""
     from safetensors.torch import load_file
 
+    monkeypatch.setenv(layers.BF16_GEMM_ENV, "native")
     _, directory = reference_model("smollm2-tied")
     model = load_model(directory, dtype=dtype)
     state = load_file(str(directory / "model.safetensors"))
@@ -99,17 +137,20 @@ def test_projection_weights_keep_values_in_the_faster_gemm_layout(dtype, referen
     assert down.is_contiguous() == (dtype != torch.float32)
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_tied_embedding_is_one_matrix_in_the_gemm_layout(dtype, reference_model):
+@pytest.mark.parametrize("dtype, gemm", [(torch.float32, "native"), (torch.bfloat16, "native"),
+                                         (torch.bfloat16, "float32")])
+def test_tied_embedding_is_one_matrix_in_the_gemm_layout(dtype, gemm, reference_model, monkeypatch):
     """A tied vocabulary matrix is stored once, in gemm_layout for float32; looking tokens up in it
     (columns of the contiguous [hidden, vocab] copy) gives the checkpoint's rows exactly."""
     from safetensors.torch import load_file
 
+    monkeypatch.setenv(layers.BF16_GEMM_ENV, gemm)
     _, directory = reference_model("smollm2-tied")
     model = load_model(directory, dtype=dtype)
     emb = model.embedding
     assert emb.tied and emb.embed is emb.head
-    assert emb.head.t().is_contiguous() == (dtype == torch.float32)
+    assert emb.head.t().is_contiguous() == (emb.head.dtype == torch.float32)
+    assert emb.head.dtype == (dtype if gemm == "native" else torch.float32)
     rows = load_file(str(directory / "model.safetensors"))["model.embed_tokens.weight"].to(dtype)
     ids = torch.tensor([0, 5, 5, rows.shape[0] - 1, 3])
     got = emb.embed_tokens(ids)
