@@ -14,7 +14,7 @@ from deepinfer.kvcache import BlockTable
 from deepinfer.types import FinishReason, Request, RequestStatus, TokenLogprob
 
 
-@dataclass
+@dataclass(eq=False)  # identity: the scheduler's `in` / `remove` must not compare every field
 class Sequence:
     request: Request
     index: int                      # which of the request's n completions

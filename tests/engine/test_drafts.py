@@ -219,3 +219,40 @@ def test_text_suffixes_match_only_on_lines_indented_alike():
         assert other.indent == line_indent(other.text), other.text
     assert pool.lookup('{\n  "b": 1,\n  "c",', 2) == ([2, 5], 2)      # member level: `\n  "`
     assert pool.lookup('[\n    "p",', 2) == ([4, 5], 2)               # item level, although newer `",` exist
+
+
+def test_ngram_index_fast_paths_register_what_the_token_loop_registers():
+    """`extend` of a long run (per n, zipped slices) and `extend_output` (own and output index at
+    once) must leave the same n-gram -> position maps as one token at a time."""
+    import random
+    from deepinfer.engine.drafts import DraftPool, NgramIndex
+
+    def loop(index, new, pool=None):
+        for token in new:
+            end = len(index.tokens)
+            for n in range(1, min(index.max_ngram, end) + 1):
+                index.last[tuple(index.tokens[end - n:end])] = end
+                if pool is not None:
+                    pool.entries[tuple(index.tokens[end - n:end])] = (index, end)
+            index.tokens.append(token)
+    rng = random.Random(3)
+    for _ in range(200):
+        m = rng.randrange(1, 6)
+        fast, fast_out, slow, slow_out = NgramIndex(m), NgramIndex(m), NgramIndex(m), NgramIndex(m)
+        fast_pool, slow_pool = DraftPool(), DraftPool()
+        prompt = [rng.randrange(4) for _ in range(rng.choice([0, 2, 17, 40]))]
+        fast.extend(prompt)
+        loop(slow, prompt)
+        for _ in range(rng.randrange(1, 8)):
+            new = [rng.randrange(4) for _ in range(rng.choice([0, 1, 2, 5, 20]))]
+            if len(new) > 16:
+                fast_out.extend(new, fast_pool)
+                fast.extend(new)
+            else:
+                fast.extend_output(new, fast_out, fast_pool)
+            loop(slow, new)
+            loop(slow_out, new, slow_pool)
+        assert (fast.tokens, fast.last, fast_out.tokens, fast_out.last) == \
+            (slow.tokens, slow.last, slow_out.tokens, slow_out.last)
+        assert {k: v[1] for k, v in fast_pool.entries.items()} == {k: v[1] for k, v in slow_pool.entries.items()}
+        assert all(v[0] is fast_out for v in fast_pool.entries.values())
