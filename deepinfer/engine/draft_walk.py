@@ -44,10 +44,19 @@ class DraftWalk:
         self.chunk, self.at, self.drafted_text = draft, 0, ""
         self.limit = limit or len(draft.tokens)
         self.done = False
+        self.tail_pending = False  # the forced tokens after the last draft token are not looked up yet
 
     def step(self) -> bool:
-        """Walk one more draft token and the forced tokens after it; False when the walk is over
-        (nothing was added)."""
+        """Walk on: the forced tokens after the last draft token if there are any, else one more
+        draft token. False when the walk is over (nothing was added). The forced tokens after a
+        token are looked up only when the walk goes on past it: the plan stops asking at the
+        first token it does not admit, and the forced text after that one is not needed."""
+        if self.tail_pending:
+            self.tail_pending = False
+            before = len(self.keep)
+            self._carry(forced_tokens(self.seq, self.forced, self.keep))  # what jump-forward appends
+            if len(self.keep) > before:
+                return True
         if self.done:
             return False
         if len(self.keep) >= self.limit or self.free >= self.spec.config.max_draft:
@@ -74,7 +83,7 @@ class DraftWalk:
         if token in self.stops or (matcher is not None and matcher.is_terminated()):
             self.done = True
         elif self.forced is not None and can_jump(self.seq):
-            self._carry(forced_tokens(self.seq, self.forced, self.keep))  # what jump-forward appends
+            self.tail_pending = True
         return True
 
     def _carry(self, ids: list[int]) -> None:

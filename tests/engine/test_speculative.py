@@ -298,3 +298,30 @@ def test_remembered_forced_tokens_are_keyed_by_the_exact_matcher_state(make_llm)
     forced.new_step()                                         # two steps later the entry is gone
     seq.matcher.accept_token(first[0])
     assert forced._find(forced.state_key(seq)) is None
+
+
+def test_a_walk_looks_up_forced_text_only_when_asked_past_a_token(make_llm, monkeypatch):
+    from types import SimpleNamespace
+
+    import deepinfer.engine.draft_walk as draft_walk
+    from deepinfer.engine.jump_forward import ForcedText
+    llm = make_llm(speculative=True)
+    spec, tok = llm.engine.speculator, llm.engine.tokenizer
+    compiled = llm.engine.compiler.compile_regex("(a|b) is forced here(x|y)+")
+    seq = SimpleNamespace(matcher=Matcher(compiled), finished=False, params=SamplingParams(temperature=0),
+                          output_token_ids=[])
+    calls = []
+    real = draft_walk.forced_tokens
+    monkeypatch.setattr(draft_walk, "forced_tokens", lambda *a: calls.append(1) or real(*a))
+    first = tok.encode("a")
+    walk = draft_walk.DraftWalk(spec, seq, Draft(first + tok.encode(" is"), SOURCE_OWN, 1), ForcedText(tok),
+                                limit=20)
+    for _ in first:
+        assert walk.step()
+    assert walk.keep == first and not calls                    # the last draft token is not carried yet
+    assert walk.step() and calls                               # asked past it: its forced tokens follow
+    carried = walk.keep[len(first):]                           # (up to where the keyless draft ran out)
+    assert carried and " is forced here".startswith(tok.decode(carried))
+    assert walk.keys[len(first):] == [None] * len(carried)
+    walk.close()
+    assert seq.matcher.num_accepted == 0
