@@ -44,6 +44,7 @@ class DraftWalk:
         self.chunk, self.at, self.drafted_text = draft, 0, ""
         self.limit = limit or len(draft.tokens)
         self.done = False
+        self.max_draft = spec.config.max_draft
         self.tail_pending = False  # the forced tokens after the last draft token are not looked up yet
 
     def step(self) -> bool:
@@ -59,7 +60,7 @@ class DraftWalk:
                 return True
         if self.done:
             return False
-        if len(self.keep) >= self.limit or self.free >= self.spec.config.max_draft:
+        if len(self.keep) >= self.limit or self.free >= self.max_draft:
             self.done = True
             return False
         if self.at >= len(self.chunk.tokens):

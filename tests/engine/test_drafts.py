@@ -256,3 +256,17 @@ def test_ngram_index_fast_paths_register_what_the_token_loop_registers():
             (slow.tokens, slow.last, slow_out.tokens, slow_out.last)
         assert {k: v[1] for k, v in fast_pool.entries.items()} == {k: v[1] for k, v in slow_pool.entries.items()}
         assert all(v[0] is fast_out for v in fast_pool.entries.values())
+
+
+def test_tail_boost_raises_the_overhead_only_below_the_recent_peak():
+    from deepinfer.engine.speculative import SpeculativeConfig, Speculator
+    spec = Speculator(SpeculativeConfig(prior_overhead_rows=100.0, tail_boost=2.0, peak_decay=0.5),
+                      frozenset({0}))
+    spec._peak = 32.0
+    assert spec._overhead(32) == 100.0                      # a full batch: the prior
+    assert spec._overhead(8) == 100.0 * 16                  # a quarter of the peak: 4 ** 2
+    spec.plan([], 512, None, 1024)                          # a step with nothing sampling: the peak decays
+    assert spec._peak == 16.0 and spec._overhead(8) == 400.0
+    off = Speculator(SpeculativeConfig(prior_overhead_rows=100.0, tail_boost=0.0), frozenset({0}))
+    off._peak = 32.0
+    assert off._overhead(1) == 100.0
