@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from deepinfer.kvcache.decode import DecodeSet
-from deepinfer.kvcache.groups import Group, Workspace, gather
+from deepinfer.kvcache.groups import Group, gather
 
 # Sequences with at most this many new tokens attend as decodes (decode.py: grouped-query layout,
 # shared prefix read once). Jump-forward and verification steps feed a sampled token plus forced or
@@ -38,8 +38,7 @@ class BatchedPlan:
             if s.num_new:
                 (decode if s.num_new <= SHORT_CHUNK else rest).append((s, offset))
             offset += s.num_new
-        self.workspace = Workspace()   # gather destinations, reused by every layer of this pass
-        self.decodes = DecodeSet(decode, block_size, self.workspace) if decode else None
+        self.decodes = DecodeSet(decode, block_size) if decode else None
         # One call per prefill chunk: padding chunks to the longest one cost 24% more attention
         # over the extraction benchmark's prefill steps (their chunks differ in length and context).
         self.prefills = [(offset, s.num_new, Group.of([(s, offset)], block_size)) for s, offset in rest]
@@ -69,7 +68,7 @@ class BatchedPlan:
         if self.decodes is not None:
             outs.append(self.decodes.attend(q, k_blocks, v_blocks, scale=scale, window=window))
         for offset, n, g in self.prefills:
-            k, v = gather(g.block_table, k_blocks, v_blocks, self.workspace)                # [1, Hkv, S, D]
+            k, v = gather(g.block_table, k_blocks, v_blocks)                                # [1, Hkv, S, D]
             qg = q[offset:offset + n].unsqueeze(0).transpose(1, 2)                          # [1, H, n, Dk]
             out = F.scaled_dot_product_attention(qg, k, v, attn_mask=g.mask(window, q.dtype, bs), scale=scale,
                                                  enable_gqa=heads != hkv)

@@ -21,14 +21,14 @@ import torch
 import torch.nn.functional as F
 
 from deepinfer.kvcache import cascade
-from deepinfer.kvcache.groups import Group, Workspace, gather
+from deepinfer.kvcache.groups import Group, gather
 
 
 class DecodeSet:
     """The decode sequences of one forward pass, in output order (by new tokens, then input order)."""
 
-    def __init__(self, members, block_size: int, workspace: Workspace | None = None) -> None:
-        self.block_size, self.workspace = block_size, workspace
+    def __init__(self, members, block_size: int) -> None:
+        self.block_size = block_size
         self.members = sorted(members, key=lambda m: m[0].num_new)      # stable: input order within a bucket
         self.q_index = torch.cat([torch.arange(o, o + s.num_new) for s, o in self.members])   # [N]
         self.num_rows = self.q_index.numel()
@@ -61,7 +61,7 @@ class DecodeSet:
             out = qd.new_empty(self.num_rows, hkv, group, dv)
             for start, tq, g in self.buckets:
                 qb = _bucket_rows(qd, start, g.batch, tq)                              # [B, Hkv, tq*G, Dk]
-                k, v = gather(g.block_table, k_blocks, v_blocks, self.workspace)
+                k, v = gather(g.block_table, k_blocks, v_blocks)
                 mask = g.grouped_mask(window, q.dtype, self.block_size, group)
                 ob = F.scaled_dot_product_attention(qb, k, v, attn_mask=mask, scale=scale)
                 _put_rows(out, ob, start, g.batch, tq)
@@ -84,7 +84,7 @@ class DecodeSet:
         lse_s = torch.empty(num_rows, hkv, group, dtype=torch.float32)
         for start, tq, g in self.buckets:
             qb = _bucket_rows(qd, start, g.batch, tq)                                  # [B, Hkv, tq*G, D]
-            k, v = gather(g.block_table[:, shared.blocks:], k_blocks, v_blocks, self.workspace)
+            k, v = gather(g.block_table[:, shared.blocks:], k_blocks, v_blocks)
             mask = g.suffix_mask(qd.dtype, bs, group, shared.blocks)
             o, lse = cascade.flash(qb, k, v, attn_mask=mask, scale=scale)
             _put_rows(out_s, o, start, g.batch, tq)
