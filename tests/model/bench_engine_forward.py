@@ -3,6 +3,7 @@
     python tests/model/bench_engine_forward.py capture --dtype float32 --out /tmp/steps.pt
     python tests/model/bench_engine_forward.py replay --steps /tmp/steps.pt [--profile 10] [--save ref.pt]
     python tests/model/bench_engine_forward.py replay --steps /tmp/steps.pt --ref ref.pt
+    python tests/model/bench_engine_forward.py attention --steps /tmp/steps.pt [--repeat 4]
 
 `capture` runs the 32 JSON extraction requests of benchmarks/engine_throughput.py once (prefix
 cache, jump-forward and speculation on, invariance off) and records every forward pass: token ids,
@@ -11,6 +12,10 @@ in the same order on a fresh KV pool with the same block ids, so every step reco
 KV it read in the run, and prints the process CPU time per step (and, with --profile N, the
 torch.profiler table of step N). `--save` keeps the logits; `compare` reports the largest
 difference against saved logits (--ref) and whether the greedy argmax of every row agrees.
+`attention` times only the paged attention of every step (`PagedKVCache` built, `attend` called
+for each layer, random q/k/v and pool contents of the model's shapes), with the caches flushed
+before each step as the model's weights would (the min of --repeat runs per step): a steadier
+measure of the KV cache's share than whole-step times on a shared machine.
 """
 
 from __future__ import annotations
@@ -105,9 +110,44 @@ def replay(args) -> None:
         print(f"vs {args.ref}: max |diff| {worst:.3g}, argmax differs on {flips} rows")
 
 
+def attention(args) -> None:
+    from deepinfer.kvcache import KVPool, PagedKVCache, SeqSlice, probe_layer_shapes
+    from deepinfer.model import load_model
+    from deepinfer.model.hub import resolve_model
+
+    data = torch.load(args.steps)
+    steps = data["steps"][:args.limit]
+    dtype = DTYPES[args.dtype or data["dtype"]]
+    model = load_model(resolve_model(None), dtype=dtype)
+    shapes, heads, windows = probe_layer_shapes(model), model.config.num_heads, model.config.layer_sliding_windows
+    del model
+    pool = KVPool(shapes, data["num_blocks"], data["block_size"], dtype)
+    gen = torch.Generator().manual_seed(0)
+    for t in pool.k + pool.v:
+        t.normal_(generator=gen)
+    flush = torch.empty(400 * 2**20 // 4)  # larger than the last-level cache
+    best = [float("inf")] * len(steps)
+    for rep in range(args.repeat):
+        for i, st in enumerate(steps):
+            n = st["ids"].numel()
+            qkv = [(torch.randn(n, heads, s.k[1], generator=gen, dtype=dtype),
+                    torch.randn(n, *s.k, generator=gen, dtype=dtype),
+                    torch.randn(n, *s.v, generator=gen, dtype=dtype)) for s in shapes]
+            flush.fill_(rep)
+            start = time.process_time()
+            with torch.inference_mode():
+                cache = PagedKVCache(pool, [SeqSlice(b, c, k) for b, c, k in st["seqs"]], invariant=False)
+                for layer, (q, k, v) in enumerate(qkv):
+                    cache.attend(layer, q, k, v, scale=q.shape[-1] ** -0.5, sliding_window=windows[layer])
+            best[i] = min(best[i], time.process_time() - start)
+    pre = sum(t for st, t in zip(steps, best) if max(n for _, _, n in st["seqs"]) > 8)
+    print(f"attention {sum(best):.3f} s CPU ({len(best)} steps, min of {args.repeat}): "
+          f"prefill-bearing {pre:.3f} s, decode-only {sum(best) - pre:.3f} s")
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("mode", choices=["capture", "replay"])
+    p.add_argument("mode", choices=["capture", "replay", "attention"])
     p.add_argument("--dtype", default=None, choices=list(DTYPES))
     p.add_argument("--requests", type=int, default=32)
     p.add_argument("--max-tokens", type=int, default=100)
@@ -126,6 +166,8 @@ def main() -> None:
     if args.mode == "capture":
         args.dtype = args.dtype or "float32"
         capture(args)
+    elif args.mode == "attention":
+        attention(args)
     else:
         replay(args)
 
