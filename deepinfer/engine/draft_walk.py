@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 class DraftWalk:
     """The usable prefix of one draft (`keep`) and a confidence key per token (`keys`; None:
-    forced, c = 1), extended by `step()`."""
+    forced, c = 1), extended by `step()`, or by `advance()` then `take()` (see `WalkSurvival`)."""
 
     def __init__(self, spec: "Speculator", seq: Sequence, draft: Draft, forced: ForcedText | None,
                  key: object = None, limit: int = 0) -> None:
@@ -46,12 +46,25 @@ class DraftWalk:
         self.done = False
         self.max_draft = spec.config.max_draft
         self.tail_pending = False  # the forced tokens after the last draft token are not looked up yet
+        self.pending: int | None = None   # the next draft token, not walked through the constraint yet
+        self.pending_key, self.pending_text = None, ""
 
     def step(self) -> bool:
-        """Walk on: the forced tokens after the last draft token if there are any, else one more
-        draft token. False when the walk is over (nothing was added). The forced tokens after a
-        token are looked up only when the walk goes on past it: the plan stops asking at the
-        first token it does not admit, and the forced text after that one is not needed."""
+        """Walk on by one token, or by the forced tokens after the last one; False when the walk
+        is over (nothing was added)."""
+        if self.pending is None:
+            if not self.advance():
+                return False
+            if self.pending is None:  # forced tokens were carried
+                return True
+        return self.take()
+
+    def advance(self) -> bool:
+        """Make the next token available: carry the forced tokens after the last draft token if
+        there are any (they join `keep` at once), else prepare the next draft token (`pending`,
+        with its confidence key) without asking the constraint yet: the plan asks (`take`) only if
+        it would admit it. False when the walk is over. The forced tokens after a token are
+        looked up only when the walk goes on past it, for the same reason."""
         if self.tail_pending:
             self.tail_pending = False
             before = len(self.keep)
@@ -69,7 +82,16 @@ class DraftWalk:
                 self.done = True
                 return False
             self.chunk, self.at = chunk, 0
-        chunk, token, matcher = self.chunk, self.chunk.tokens[self.at], self.matcher
+        token = self.chunk.tokens[self.at]
+        self.pending_text = self.spec._text(token)
+        self.pending_key = self.spec.stats.key(self.chunk, self.free + 1, self.greedy, self.pending_text)
+        self.pending = token
+        return True
+
+    def take(self) -> bool:
+        """Walk the prepared draft token through the constraint; False (the walk is over) if it
+        refuses it."""
+        token, matcher, self.pending = self.pending, self.matcher, None
         if matcher is not None:
             if not matcher.accept_token(token):
                 self.done = True
@@ -77,9 +99,8 @@ class DraftWalk:
             self.accepted += 1
         self.free += 1
         self.at += 1
-        text = self.spec._text(token)
-        self.keys.append(self.spec.stats.key(chunk, self.free, self.greedy, text))
-        self.drafted_text += text
+        self.keys.append(self.pending_key)
+        self.drafted_text += self.pending_text
         self.keep.append(token)
         if token in self.stops or (matcher is not None and matcher.is_terminated()):
             self.done = True
@@ -113,3 +134,28 @@ class DraftWalk:
         if self.matcher is not None:
             self.matcher.rollback(self.accepted)
         self.accepted = 0
+
+
+class WalkSurvival:
+    """One walk as a row of `speculative.select_lengths`: `peek()` is the survival of the next
+    token (0.0: none), `take()` admits it. A draft token is walked through the constraint only by
+    `take()`, when the plan would admit it: the first token the plan stops at (most rows have
+    one) costs no `accept_token`. a_j is computed as a_{j-1} * c_j, as over a whole walk."""
+
+    def __init__(self, walk: DraftWalk, confidence) -> None:
+        self.walk, self.confidence = walk, confidence
+        self.a, self.j, self.next = 1.0, 0, 0.0
+
+    def peek(self) -> float:
+        walk = self.walk
+        if self.j >= len(walk.keys) and walk.pending is None and not walk.advance():
+            return 0.0
+        key = walk.keys[self.j] if self.j < len(walk.keys) else walk.pending_key
+        self.next = self.a * self.confidence(key)
+        return self.next
+
+    def take(self) -> bool:
+        if self.j >= len(self.walk.keys) and not self.walk.take():
+            return False
+        self.a, self.j = self.next, self.j + 1
+        return True

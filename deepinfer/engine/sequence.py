@@ -20,7 +20,7 @@ class Sequence:
     index: int                      # which of the request's n completions
     seed: int
     detokenizer: Any                # IncrementalDetokenizer
-    matcher: Any = None             # constraints.Matcher, or None when unconstrained
+    matcher: Any = None             # constraints.Matcher; None when unconstrained or finished
     status: RequestStatus = RequestStatus.WAITING
     output_token_ids: list[int] = field(default_factory=list)
     table: BlockTable = field(default_factory=BlockTable)
@@ -60,6 +60,10 @@ class Sequence:
         return self.num_tokens - self.num_computed > 1
 
     def finish(self, reason: FinishReason, stop_reason: str | int | None = None, error: str | None = None) -> None:
+        """The output is final. The matcher is dropped: its stack of states is most of a finished
+        request's memory, and Request <-> Sequence is a reference cycle that only the cyclic GC
+        frees (32-request extraction run: ~23k objects a run; its collections ~20 ms of CPU)."""
         if self.finish_reason is None:
             self.finish_reason, self.stop_reason, self.error = reason, stop_reason, error
             self.status = RequestStatus.FINISHED
+            self.matcher = None

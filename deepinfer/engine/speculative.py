@@ -48,9 +48,9 @@ from __future__ import annotations
 import heapq
 import json
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Callable
 
-from deepinfer.engine.draft_walk import DraftWalk
+from deepinfer.engine.draft_walk import DraftWalk, WalkSurvival
 from deepinfer.engine.drafts import Draft, NgramProposer
 from deepinfer.engine.jump_forward import ForcedText, can_jump
 from deepinfer.engine.schema_drafts import skeleton_text
@@ -168,18 +168,32 @@ def choose_lengths(survival: list[list[float]], base_tokens: int, base_tau: floa
     """Verification length per sequence maximizing tau / (overhead + B) (DSpark Algorithm 1).
 
     survival[r][j-1] = a_{r,j}; base_tokens / base_tau: B and tau with no draft verified."""
-    return select_lengths([iter(row) for row in survival], base_tokens, base_tau, overhead_rows, budget)
+    return select_lengths([_ListRow(row) for row in survival], base_tokens, base_tau, overhead_rows, budget)
 
 
-def select_lengths(rows: list[Iterator[float]], base_tokens: int, base_tau: float, overhead_rows: float,
-                   budget: int) -> list[int]:
-    """`choose_lengths` over survivals computed on demand: rows[r] yields a_{r,1}, a_{r,2}, ...
-    (non-increasing), and is asked for a_{r,j+1} only once a_{r,j} is admitted. Candidates are
-    admitted in the order of a full sort by (-a, r, j) (a k-way merge of the rows: within a row
-    that key increases with j), so the lengths are those of sorting every candidate first."""
+class _ListRow:
+    def __init__(self, row: list[float]) -> None:
+        self.row, self.j = row, 0
+
+    def peek(self) -> float:
+        return self.row[self.j] if self.j < len(self.row) else 0.0
+
+    def take(self) -> bool:
+        self.j += 1
+        return True
+
+
+def select_lengths(rows: list, base_tokens: int, base_tau: float, overhead_rows: float, budget: int) -> list[int]:
+    """`choose_lengths` over survivals computed on demand: rows[r].peek() is a_{r,j+1} after j
+    taken (non-increasing; 0.0: no more), rows[r].take() admits it, or says it cannot be (the
+    row ends there: as if it had never been a candidate). A row is asked for a_{r,j+1} only
+    once a_{r,j} is admitted. Candidates are admitted in the order of a full sort by (-a, r, j)
+    (a k-way merge of the rows: within a row that key increases with j), so the lengths are those
+    of sorting every candidate first; a refused candidate changes nothing, since every candidate
+    after the first that does not raise Theta (a smaller or equal a) would not raise it either."""
     heap = []
     for r, row in enumerate(rows):
-        a = next(row, 0.0)
+        a = row.peek()
         if a > 0:
             heap.append((-a, r, 1))
     heapq.heapify(heap)
@@ -190,8 +204,11 @@ def select_lengths(rows: list[Iterator[float]], base_tokens: int, base_tau: floa
         a = -a
         if (tau + a) * (overhead_rows + tokens) <= tau * (overhead_rows + tokens + 1):
             break
-        lengths[r], tokens, tau, budget = j, tokens + 1, tau + a, budget - 1
-        a = next(rows[r], 0.0)
+        if rows[r].take():
+            lengths[r], tokens, tau, budget = j, tokens + 1, tau + a, budget - 1
+            a = rows[r].peek()
+        else:
+            a = 0.0
         if a > 0:
             heapq.heapreplace(heap, (-a, r, j + 1))
         else:
@@ -242,7 +259,8 @@ class Speculator:
         if not walks:
             return
         try:
-            lengths = select_lengths([self._survival(walk) for walk in walks], base_tokens, float(sampling),
+            lengths = select_lengths([WalkSurvival(walk, self.stats.confidence) for walk in walks],
+                                     base_tokens, float(sampling),
                                      self._overhead(sampling), budget - base_tokens)
         finally:
             for walk in walks:
@@ -259,14 +277,6 @@ class Speculator:
         if self.config.tail_boost and sampling:
             overhead *= (self._peak / sampling) ** self.config.tail_boost
         return overhead
-
-    def _survival(self, walk: DraftWalk) -> Iterator[float]:
-        """a_j = prod of the confidences of the walk's first j tokens, walking on demand."""
-        a, j, keys, confidence = 1.0, 0, walk.keys, self.stats.confidence
-        while j < len(keys) or walk.step():
-            a *= confidence(keys[j])
-            j += 1
-            yield a
 
     def _forced_lead(self, seq: Sequence, forced: ForcedText | None) -> tuple[list[int], str] | None:
         """The tokens of the text the constraint forces now, when jump-forward left them to the

@@ -61,10 +61,28 @@ def _sorted_choose_lengths(survival, base_tokens, base_tau, overhead_rows, budge
 
 
 def test_lazy_selection_equals_sorting_every_candidate_and_asks_only_what_it_needs():
+    """select_lengths over rows asked on demand, some refusing a candidate when it would be admitted
+    (a draft token the constraint refuses: the row ends there), gives the lengths of sorting
+    every candidate of the rows cut before their refused token."""
     import random
     from deepinfer.engine.speculative import select_lengths
     rng = random.Random(1)
-    for trial in range(400):
+
+    class Row:
+        def __init__(self, survival, refuse_at):
+            self.survival, self.refuse_at, self.j, self.peeked, self.taken_tries = survival, refuse_at, 0, 0, 0
+
+        def peek(self):
+            self.peeked = max(self.peeked, self.j + 1)
+            return self.survival[self.j] if self.j < len(self.survival) else 0.0
+
+        def take(self):
+            self.taken_tries += 1
+            if self.j + 1 == self.refuse_at:
+                return False
+            self.j += 1
+            return True
+    for trial in range(600):
         survival = []
         for _ in range(rng.randrange(0, 9)):
             a, row = 1.0, []
@@ -73,18 +91,17 @@ def test_lazy_selection_equals_sorting_every_candidate_and_asks_only_what_it_nee
                 a *= rng.choice([1.0, 1.0, 0.5, 0.75, 2 / 3, rng.random()])
                 row.append(a)
             survival.append(row)
+        refuse = [rng.choice([0, 0, rng.randrange(1, 9)]) for _ in survival]   # 0: never
         args = (rng.randrange(0, 40), float(rng.randrange(1, 9)), rng.choice([1.0, 5.0, 100.0, 1e6]),
                 rng.randrange(0, 30))
-        asked = [0] * len(survival)
-
-        def lazy(r):
-            for a in survival[r]:
-                asked[r] += 1
-                yield a
-        lengths = select_lengths([lazy(r) for r in range(len(survival))], *args)
-        assert lengths == _sorted_choose_lengths(survival, *args) == choose_lengths(survival, *args)
+        rows = [Row(row, at) for row, at in zip(survival, refuse)]
+        lengths = select_lengths(rows, *args)
+        cut = [row[:at - 1] if at else row for row, at in zip(survival, refuse)]
+        assert lengths == _sorted_choose_lengths(cut, *args)
+        if not any(refuse):
+            assert lengths == choose_lengths(survival, *args)
         # a row is asked for its next survival only after admitting the one before
-        assert all(n <= length + 1 for n, length in zip(asked, lengths)), (survival, args, asked)
+        assert all(r.peeked <= n + 1 and r.taken_tries <= n + 1 for r, n in zip(rows, lengths))
 
 
 def test_acceptance_stats_count_trials_only_up_to_the_first_miss():

@@ -80,3 +80,18 @@ def test_logprobs_requests_do_not_jump(make_llm):
     assert llm.engine.stats()["jump_forward_tokens"] == 0
     assert re.fullmatch("abcdefghij(k|l)", out.text)
     assert len(out.outputs[0].logprobs) == len(out.token_ids)
+
+
+def test_a_finished_sequence_drops_its_matcher(make_llm):
+    """Request <-> Sequence is a reference cycle; the matcher's states must not wait for the
+    cyclic GC once the output is final."""
+    llm = make_llm()
+    engine = llm.engine
+    rid = engine.add_request(llm.tokenizer.encode("extract: Ada, 36"),
+                             SamplingParams(json_schema=SCHEMA, temperature=0, max_tokens=40))
+    request = engine.requests[rid]
+    seen = []
+    while engine.has_unfinished():
+        engine.step()
+        seen += [s.matcher for s in request.sequences if s.matcher is not None]
+    assert seen and all(s.finished and s.matcher is None for s in request.sequences)

@@ -254,16 +254,16 @@ def test_lazy_walks_and_remembered_forced_text_change_nothing(make_llm, monkeypa
     tokens a walk computed at the same matcher state: both must give exactly the plans, drafts
     and outputs of walking every draft to its end and asking the constraint every time."""
     from deepinfer.engine.jump_forward import ForcedText
-    from deepinfer.engine.speculative import Speculator
     config = SpeculativeConfig(prior_overhead_rows=40.0)
     fast = _drafts_per_step(make_llm(speculative=True, speculative_config=config), monkeypatch)
-    survival = Speculator._survival
+    import deepinfer.engine.speculative as speculative
 
-    def whole(self, walk):
-        while walk.step():
-            pass
-        return survival(self, walk)
-    monkeypatch.setattr(Speculator, "_survival", whole)
+    class Whole(speculative.WalkSurvival):
+        def __init__(self, walk, confidence):
+            while walk.step():
+                pass
+            super().__init__(walk, confidence)
+    monkeypatch.setattr(speculative, "WalkSurvival", Whole)
     monkeypatch.setattr(ForcedText, "state_key", staticmethod(lambda seq, drafted=(): None))
     slow = _drafts_per_step(make_llm(speculative=True, speculative_config=config), monkeypatch)
     assert fast[0] == slow[0] and fast[1] == slow[1]
