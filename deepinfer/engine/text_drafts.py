@@ -55,12 +55,13 @@ class TextPool(OutputPool):
 
     def extend(self, stream: TextStream, new: list[int]) -> None:
         """Append tokens to a stream, registering the text before each as a matchable suffix."""
-        entries, lo, hi = self.entries, self.min_chars, self.max_chars
+        entries, lo, hi, token_text = self.entries, self.min_chars, self.max_chars, self.token_text
         for token in new:
-            text, position, indent = stream.text, len(stream.tokens), stream.indent
+            text, indent = stream.text, stream.indent
+            value = (stream, len(stream.tokens))
             for n in range(lo, min(hi, len(text)) + 1):
-                entries[indent, text[-n:]] = (stream, position)
-            stream.append(token, self.token_text(token))
+                entries[indent, text[-n:]] = value
+            stream.append(token, token_text(token))
         self.live_tokens += len(new)
 
     def lookup(self, text: str, limit: int) -> tuple[list[int], int] | None:
