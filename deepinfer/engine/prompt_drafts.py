@@ -41,17 +41,34 @@ class PromptText:
         matched characters), or None."""
         if limit <= 0:
             return None
-        for n in range(min(max_chars, len(text)), min_chars - 1, -1):
-            key = text[-n:]
-            at = self.text.rfind(key)
-            if at < 0 and key[0] == '"':  # a JSON string's opening quote stands for a word start
-                at = self.text.rfind(" " + key[1:])
+        for n in range(self._longest_found(text, min_chars, max_chars), min_chars - 1, -1):
+            at = self._find(text[-n:])
             if at < 0:
                 continue
             tokens = self._tokens_from(at + n, limit, encode)
             if tokens:
                 return tokens, n
         return None
+
+    def _find(self, key: str) -> int:
+        """Where the newest occurrence of `key` starts in the prompt text (-1: none)."""
+        at = self.text.rfind(key)
+        if at < 0 and key[0] == '"':  # a JSON string's opening quote stands for a word start
+            at = self.text.rfind(" " + key[1:])
+        return at
+
+    def _longest_found(self, text: str, min_chars: int, max_chars: int) -> int:
+        """The longest suffix length in [min_chars, max_chars] that `_find` finds (min_chars - 1:
+        none), by bisection: a suffix found means every shorter suffix is (a suffix of it, or of
+        the word-start match), so lookup's loop can skip the longer ones, all unfound."""
+        lo, hi = min_chars - 1, min(max_chars, len(text))   # found(lo) is assumed, hi unknown
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self._find(text[-mid:]) >= 0:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
 
     def _tokens_from(self, offset: int, limit: int, encode: Callable[[str], list[int]]) -> list[int]:
         """The prompt's tokens from character `offset` on; a token cut by `offset` re-encoded."""

@@ -287,3 +287,27 @@ def test_tail_boost_raises_the_overhead_only_below_the_recent_peak():
     off = Speculator(SpeculativeConfig(prior_overhead_rows=100.0, tail_boost=0.0), frozenset({0}))
     off._peak = 32.0
     assert off._overhead(1) == 100.0
+
+
+def test_prompt_lookup_bisection_equals_trying_every_length():
+    """PromptText.lookup skips the suffix lengths not found in the prompt by bisection; it must
+    return what trying every length from the longest down returns."""
+    import random
+    from deepinfer.engine.prompt_drafts import PromptText
+
+    def every_length(prompt, text, limit, encode, min_chars, max_chars):
+        for n in range(min(max_chars, len(text)), min_chars - 1, -1):
+            at = prompt.text.rfind(text[-n:])
+            if at < 0 and text[-n] == '"':
+                at = prompt.text.rfind(" " + text[-n + 1:] if n > 1 else " ")
+            if at >= 0 and (tokens := prompt._tokens_from(at + n, limit, encode)):
+                return tokens, n
+        return None
+    rng = random.Random(0)
+    encode = lambda t: [ord(c) for c in t]  # noqa: E731
+    for _ in range(3000):
+        pieces = [rng.choice(["a", "b", " ", '"', "c", "ab", " a", "ca"]) for _ in range(rng.randrange(0, 30))]
+        prompt = PromptText.build(list(range(len(pieces))), lambda i: pieces[i])
+        text = "".join(rng.choice('ab "c') for _ in range(rng.randrange(0, 30)))
+        limit, (lo, hi) = rng.randrange(0, 5), rng.choice([(2, 24), (1, 5), (3, 8)])
+        assert prompt.lookup(text, limit, encode, lo, hi) == every_length(prompt, text, limit, encode, lo, hi)
