@@ -49,6 +49,9 @@ class ForcedText:
     `extendable`). Entries live two steps (`new_step`), or up to `MEMO_SIZE` without steps."""
 
     MEMO_SIZE = 4096
+    # `extendable` asks accept_token for up to this many longer tokens (~8 us each) instead of
+    # filling a whole mask (~40 us): on the extraction benchmark 164 of 240 checks have one.
+    ACCEPT_TESTS = 4
 
     def __init__(self, tokenizer) -> None:
         self.tokenizer = tokenizer
@@ -120,6 +123,13 @@ class ForcedText:
         vocab = seq.matcher.compiled.vocab
         longer = self._longer_tokens(vocab, token)
         if longer.size == 0:
+            return False
+        if longer.size <= self.ACCEPT_TESTS:  # a few: ask the matcher for each (what the mask says)
+            matcher = seq.matcher
+            for t in longer.tolist():
+                if matcher.accept_token(t):
+                    matcher.rollback(1)
+                    return True
             return False
         row = np.zeros((1, vocab.words), dtype=np.int32)
         seq.matcher.fill_next_token_bitmask(row, 0)

@@ -95,3 +95,33 @@ def test_a_finished_sequence_drops_its_matcher(make_llm):
         engine.step()
         seen += [s.matcher for s in request.sequences if s.matcher is not None]
     assert seen and all(s.finished and s.matcher is None for s in request.sequences)
+
+
+def test_extendable_by_accepting_each_longer_token_equals_the_mask(make_llm):
+    """ForcedText.extendable asks the matcher token by token when few longer tokens exist, else
+    reads a mask; both must agree at every state of real outputs, for every token."""
+    import random
+
+    from deepinfer.constraints import Matcher
+    from deepinfer.engine.jump_forward import ForcedText
+    llm = make_llm()
+    outs = llm.generate(["extract: Ada, 36, London", "who?"],
+                        [SamplingParams(json_schema=SCHEMA, temperature=t, seed=1, max_tokens=60) for t in (0, 1.0)])
+    compiled = llm.engine.compiler.compile_json_schema(SCHEMA)
+    by_mask, by_accept = ForcedText(llm.tokenizer), ForcedText(llm.tokenizer)
+    by_mask.ACCEPT_TESTS, by_accept.ACCEPT_TESTS = 0, 10 ** 9
+    rng = random.Random(0)
+    checked = 0
+    for out in outs:
+        seq = type("Seq", (), {})()
+        seq.matcher = Matcher(compiled)
+        for token in out.outputs[0].token_ids:
+            depth = seq.matcher.num_accepted
+            for candidate in rng.sample(range(llm.tokenizer.vocab_size), 40) + [token]:
+                mask = by_mask.extendable(seq, candidate)
+                assert by_accept.extendable(seq, candidate) == mask
+                assert seq.matcher.num_accepted == depth          # asking moved nothing
+                checked += mask
+            if not seq.matcher.accept_token(token):
+                break
+    assert checked > 0
