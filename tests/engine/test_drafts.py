@@ -1,7 +1,8 @@
 """Units of speculative decoding: the n-gram proposer, the length scheduler, the cost model."""
 
 from deepinfer.engine.drafts import SOURCE_OWN, SOURCE_POOL, NgramProposer
-from deepinfer.engine.speculative import AcceptanceStats, StepCost, choose_lengths
+from deepinfer.engine.draft_lengths import choose_lengths
+from deepinfer.engine.speculative import AcceptanceStats, StepCost
 
 
 def test_own_context_longest_suffix_most_recent_occurrence():
@@ -65,7 +66,7 @@ def test_lazy_selection_equals_sorting_every_candidate_and_asks_only_what_it_nee
     (a draft token the constraint refuses: the row ends there), gives the lengths of sorting
     every candidate of the rows cut before their refused token."""
     import random
-    from deepinfer.engine.speculative import select_lengths
+    from deepinfer.engine.draft_lengths import select_lengths
     rng = random.Random(1)
 
     class Row:
