@@ -6,6 +6,9 @@ The constrained run goes first; the unconstrained run then decodes exactly as ma
 request (`max_tokens` = that request's constrained length, `ignore_eos`), so both runs do the same
 forward passes and the difference is the mask work (fill bitmask, apply, accept). The time inside the
 mask step is also reported on its own, since wall-clock differences are noisy on a shared machine.
+Two engine settings: plain decoding (speculation and jump-forward off: the same steps in both runs,
+so the difference is the constraint's own work) and the defaults (both on: jump-forward only exists
+with a constraint, and drafts differ between the runs, so the steps differ too).
 """
 
 from __future__ import annotations
@@ -27,11 +30,13 @@ def main() -> None:
 
     path = model_dir(args.model)
     rows = []
-    for dtype in dtypes(args.dtype):
+    mask_seconds = instrument_mask()
+    for dtype, defaults in ((d, on) for d in dtypes(args.dtype) for on in (False, True)):
         llm = LLM(str(path), dtype=dtype, enable_prefix_caching=False)
+        llm.engine.config.speculative = llm.engine.config.jump_forward = defaults
         prompts = [llm.tokenizer.apply_chat_template(extraction_prompt(i)) for i in range(args.requests)]
         llm.generate(prompts[:2], SamplingParams(json_schema=EXTRACTION_SCHEMA, max_tokens=4))  # compile + warm up
-        mask_seconds = instrument_mask(llm.engine)
+        mask_seconds[0] = 0.0
         constrained_params = SamplingParams(json_schema=EXTRACTION_SCHEMA, temperature=0, max_tokens=args.max_tokens)
         if args.lengths_from_first_run:  # one extra constrained run, untimed, to learn the lengths
             lengths = [len(o.token_ids) for o in llm.generate(prompts, constrained_params)]
@@ -51,26 +56,32 @@ def main() -> None:
             t_free = time.perf_counter() - start
         assert [len(o.token_ids) for o in free] == lengths
         tokens = sum(lengths)
-        rows.append([dtype, args.requests, tokens, f"{t_free:.2f}", f"{t_constrained:.2f}",
+        setting = "speculative + jump-forward (defaults)" if defaults else "plain decoding"
+        rows.append([dtype, setting, args.requests, tokens, f"{t_free:.2f}", f"{t_constrained:.2f}",
                      f"{100 * (t_constrained - t_free) / t_free:+.1f}%", f"{mask_seconds[0]:.2f}",
                      f"{100 * mask_seconds[0] / t_free:.1f}%"])
         print(rows[-1], flush=True)
-    table(rows, ["dtype", "requests", "tokens", "unconstrained s", "constrained s", "overhead (wall)",
+    table(rows, ["dtype", "engine", "requests", "tokens", "unconstrained s", "constrained s", "overhead (wall)",
                  "mask s", "mask / unconstrained"])
 
 
-def instrument_mask(engine) -> list[float]:
-    """Seconds spent in the engine's mask step (fill bitmask rows + apply), which exists only with a
+def instrument_mask() -> list[float]:
+    """Seconds spent applying constraint masks to sampled rows (walk the matcher through the row's
+    draft, fill and apply its bitmask unless the greedy argmax is allowed), which exists only with a
     constraint: a measure of the overhead that does not depend on the load of a shared machine."""
+    from deepinfer.engine import verify
+
     total = [0.0]
-    mask = engine._mask
+    apply_masks = verify._apply_masks
 
-    def timed(seqs, logits):
+    def timed(rows, logits, top):
         start = time.perf_counter()
-        mask(seqs, logits)
-        total[0] += time.perf_counter() - start
+        try:
+            return apply_masks(rows, logits, top)
+        finally:
+            total[0] += time.perf_counter() - start
 
-    engine._mask = timed
+    verify._apply_masks = timed
     return total
 
 
