@@ -5,6 +5,7 @@ survival a_{r,j} of every admitted draft token), B = tokens in the forward pass,
 step's fixed cost in rows. Candidates (r, j) are admitted greedily in descending a (a_{r,j} never
 increases with j, so prefixes stay prefixes), and the search stops at the first one that does not
 raise Theta (DSpark's Algorithm 1). See speculative.py for where the survivals come from.
+`StepCost` fits the step-cost line (alpha + beta * B) when `fit_step_cost` is on.
 Knows nothing about drafts, constraints, the model or sampling.
 """
 
@@ -64,3 +65,30 @@ def select_lengths(rows: list, base_tokens: int, base_tau: float, overhead_rows:
         else:
             heapq.heappop(heap)
     return lengths
+
+
+class StepCost:
+    """cost(B) = alpha + beta * B seconds per step, fitted by exponentially weighted least squares."""
+
+    def __init__(self, prior_overhead_rows: float, decay: float = 0.98) -> None:
+        self.prior, self.decay = prior_overhead_rows, decay
+        self.w = self.sb = self.st = self.sbb = self.sbt = 0.0
+
+    def observe(self, tokens: int, seconds: float) -> None:
+        d = self.decay
+        self.w, self.sb, self.st = d * self.w + 1, d * self.sb + tokens, d * self.st + seconds
+        self.sbb, self.sbt = d * self.sbb + tokens * tokens, d * self.sbt + tokens * seconds
+
+    def overhead_rows(self) -> float:
+        """alpha / beta: the fixed cost of a step, in rows."""
+        if self.w < 8:
+            return self.prior
+        mb, mt = self.sb / self.w, self.st / self.w
+        var = self.sbb / self.w - mb * mb
+        if var < 16.0:  # too little spread in B to see the slope
+            return self.prior
+        beta = (self.sbt / self.w - mb * mt) / var
+        alpha = mt - beta * mb
+        if beta <= 0:
+            return 4096.0
+        return min(4096.0, max(1.0, alpha / beta))

@@ -49,7 +49,7 @@ import json
 from dataclasses import dataclass
 from typing import Callable
 
-from deepinfer.engine.draft_lengths import select_lengths
+from deepinfer.engine.draft_lengths import StepCost, select_lengths
 from deepinfer.engine.draft_walk import DraftWalk, WalkSurvival
 from deepinfer.engine.drafts import Draft, NgramProposer
 from deepinfer.engine.jump_forward import ForcedText, can_jump
@@ -88,6 +88,15 @@ class SpeculativeConfig:
     # or decay 0.95 / 0.9, left the last straggler alone for 2 more steps (38); 3-8: 36 steps with
     # more rejected rows. 0 turns it off.
     tail_boost: float = 2.0
+    # A small batch verifies few rows, and each is a large share of its step (one sequence's decode
+    # streams the weights through a GEMV; 6 rows cost ~1.6x its time here), so the prior is capped
+    # at this many rows per recently sampling sequence (the decaying peak, +1): 8 for a lone
+    # sequence, the prior from 24 on. Greedy, 128 tokens, 2 threads, tok/s with speculation off /
+    # this cap / the prior alone: one prose request 34.0 / 32.7-33.0 / 27.9-28.3, 2 requests
+    # 56.0-56.8 / 55.1-55.6 / 46.4-47.3, 4: 96.6-98.6 / 90.5-90.9 / 75.4-76.4, 8: 144-145 / 135 /
+    # 129; one code request 33.5-34.2 / 52.6 / 52.2. Extraction benchmark (32): 36 steps either
+    # way, 8.71/8.80 s against 8.91/8.59 s.
+    overhead_rows_per_sequence: float = 4.0
     peak_decay: float = 0.97
     max_pending: int = 16               # sequences with more uncomputed tokens are still in prefill
     max_forced: int = 16                # forced tokens a draft may carry beyond max_draft
@@ -138,33 +147,6 @@ class AcceptanceStats:
             if counts[1] >= 4096:  # forget slowly: acceptance changes with the workload
                 counts[0] //= 2
                 counts[1] //= 2
-
-
-class StepCost:
-    """cost(B) = alpha + beta * B seconds per step, fitted by exponentially weighted least squares."""
-
-    def __init__(self, prior_overhead_rows: float, decay: float = 0.98) -> None:
-        self.prior, self.decay = prior_overhead_rows, decay
-        self.w = self.sb = self.st = self.sbb = self.sbt = 0.0
-
-    def observe(self, tokens: int, seconds: float) -> None:
-        d = self.decay
-        self.w, self.sb, self.st = d * self.w + 1, d * self.sb + tokens, d * self.st + seconds
-        self.sbb, self.sbt = d * self.sbb + tokens * tokens, d * self.sbt + tokens * seconds
-
-    def overhead_rows(self) -> float:
-        """alpha / beta: the fixed cost of a step, in rows."""
-        if self.w < 8:
-            return self.prior
-        mb, mt = self.sb / self.w, self.st / self.w
-        var = self.sbb / self.w - mb * mb
-        if var < 16.0:  # too little spread in B to see the slope
-            return self.prior
-        beta = (self.sbt / self.w - mb * mt) / var
-        alpha = mt - beta * mb
-        if beta <= 0:
-            return 4096.0
-        return min(4096.0, max(1.0, alpha / beta))
 
 
 class Speculator:
@@ -225,6 +207,8 @@ class Speculator:
         """alpha / beta for this step's plan, raised while fewer sequences sample than recently
         (`tail_boost`): a function of the requests only, like the prior."""
         overhead = self.cost.overhead_rows()
+        if not self.config.fit_step_cost:
+            overhead = min(overhead, self.config.overhead_rows_per_sequence * (self._peak + 1))
         if self.config.tail_boost and sampling:
             overhead *= (self._peak / sampling) ** self.config.tail_boost
         return overhead

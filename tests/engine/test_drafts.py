@@ -1,8 +1,11 @@
 """Units of speculative decoding: the n-gram proposer, the length scheduler, the cost model."""
 
+import pytest
+
+from deepinfer.engine.draft_lengths import StepCost
 from deepinfer.engine.drafts import SOURCE_OWN, SOURCE_POOL, NgramProposer
 from deepinfer.engine.draft_lengths import choose_lengths
-from deepinfer.engine.speculative import AcceptanceStats, StepCost
+from deepinfer.engine.speculative import AcceptanceStats
 
 
 def test_own_context_longest_suffix_most_recent_occurrence():
@@ -278,8 +281,8 @@ def test_ngram_index_fast_paths_register_what_the_token_loop_registers():
 
 def test_tail_boost_raises_the_overhead_only_below_the_recent_peak():
     from deepinfer.engine.speculative import SpeculativeConfig, Speculator
-    spec = Speculator(SpeculativeConfig(prior_overhead_rows=100.0, tail_boost=2.0, peak_decay=0.5),
-                      frozenset({0}))
+    spec = Speculator(SpeculativeConfig(prior_overhead_rows=100.0, tail_boost=2.0, peak_decay=0.5,
+                                        overhead_rows_per_sequence=1000.0), frozenset({0}))
     spec._peak = 32.0
     assert spec._overhead(32) == 100.0                      # a full batch: the prior
     assert spec._overhead(8) == 100.0 * 16                  # a quarter of the peak: 4 ** 2
@@ -288,6 +291,18 @@ def test_tail_boost_raises_the_overhead_only_below_the_recent_peak():
     off = Speculator(SpeculativeConfig(prior_overhead_rows=100.0, tail_boost=0.0), frozenset({0}))
     off._peak = 32.0
     assert off._overhead(1) == 100.0
+
+
+@pytest.mark.parametrize("peak, fitted, expected", [(1.0, False, 8.0), (4.0, False, 20.0), (24.0, False, 100.0),
+                                                   (32.0, False, 100.0), (1.0, True, 100.0)])
+def test_small_batches_cap_the_prior_overhead(peak, fitted, expected):
+    """A lone sequence's extra verified rows are a large share of its step: the prior overhead is
+    capped at overhead_rows_per_sequence * (recent peak + 1) rows; a fitted cost model is not."""
+    from deepinfer.engine.speculative import SpeculativeConfig, Speculator
+    spec = Speculator(SpeculativeConfig(prior_overhead_rows=100.0, overhead_rows_per_sequence=4.0,
+                                        fit_step_cost=fitted), frozenset({0}))
+    spec._peak = peak
+    assert spec._overhead(int(peak)) == expected
 
 
 def test_prompt_lookup_bisection_equals_trying_every_length():

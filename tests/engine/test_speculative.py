@@ -84,7 +84,8 @@ def test_constrained_outputs_identical_and_accepted(make_llm):
 def test_adversarial_drafts_never_leak(make_llm, monkeypatch):
     """Random drafts, all verified: nearly every one is rejected, the outputs must not change."""
     rng = random.Random(0)
-    llm = make_llm(speculative=True, speculative_config=SpeculativeConfig(prior_overhead_rows=1e6))
+    llm = make_llm(speculative=True, speculative_config=SpeculativeConfig(prior_overhead_rows=1e6,
+                                                                          overhead_rows_per_sequence=1e6))
     proposer = llm.engine.speculator.proposer
     monkeypatch.setattr(proposer, "propose", lambda key, limit, min_ngram=None: Draft(
         [rng.randrange(3, 380) for _ in range(min(limit, 5))], SOURCE_OWN, 1) if limit > 0 else None)
