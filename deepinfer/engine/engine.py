@@ -157,7 +157,8 @@ class Engine:
             input_ids, positions, cache, logits_indices = self._prepare(batch)
             logits = self._forward(input_ids, positions, cache, logits_indices)
             rows = rows_of([s.seq for s in batch if s.samples])
-            tokens, logprobs = sample_rows(rows, logits, self.eos_ids)
+            with torch.inference_mode():  # masks and penalties edit the (inference) logits in place
+                tokens, logprobs = sample_rows(rows, logits, self.eos_ids)
             self._advance(batch, tokens, logprobs)
             if speculator is not None and speculator.config.fit_step_cost and all(s.samples for s in batch):
                 speculator.cost.observe(len(input_ids), time.process_time() - start)
@@ -184,7 +185,7 @@ class Engine:
             if logits_indices.numel() == 0:  # only prefill chunks this step: no logits needed
                 logits_indices = logits_indices.new_zeros(1)
             logits = self.model.forward(input_ids, positions, cache, logits_indices=logits_indices).float()
-        return logits.clone()  # a normal tensor: masks and penalties edit it in place
+        return logits  # [N, vocab] float32, an inference tensor: sampled inside inference mode
 
     def _advance(self, batch, tokens: list[int], logprobs: list) -> None:
         row = 0
