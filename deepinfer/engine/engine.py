@@ -150,7 +150,8 @@ class Engine:
         speculator = self.speculator
         if speculator is not None:
             speculator.plan(self.scheduler.running, self.config.max_num_batched_tokens,
-                            self.forced_text if self.config.jump_forward else None, self.max_model_len)
+                            self.forced_text if self.config.jump_forward else None, self.max_model_len,
+                            waiting=len(self.scheduler.waiting))
         start = time.process_time()  # CPU time: the cost model must not learn other processes' load
         batch = self.scheduler.schedule()
         if batch:

@@ -90,12 +90,12 @@ class SpeculativeConfig:
     tail_boost: float = 2.0
     # A small batch verifies few rows, and each is a large share of its step (one sequence's decode
     # streams the weights through a GEMV; 6 rows cost ~1.6x its time here), so the prior is capped
-    # at this many rows per recently sampling sequence (the decaying peak, +1): 8 for a lone
-    # sequence, the prior from 24 on. Greedy, 128 tokens, 2 threads, tok/s with speculation off /
+    # at this many rows per sequence of the batch (+1; running ones, in prefill too, or the decaying
+    # peak of sampling ones, whichever is more): 8 for a lone sequence, the prior from 24 on. Greedy, 128 tokens, 2 threads, tok/s with speculation off /
     # this cap / the prior alone: one prose request 34.0 / 32.7-33.0 / 27.9-28.3, 2 requests
     # 56.0-56.8 / 55.1-55.6 / 46.4-47.3, 4: 96.6-98.6 / 90.5-90.9 / 75.4-76.4, 8: 144-145 / 135 /
-    # 129; one code request 33.5-34.2 / 52.6 / 52.2. Extraction benchmark (32): 36 steps either
-    # way, 8.71/8.80 s against 8.91/8.59 s.
+    # 129; one code request 33.5-34.2 / 52.6 / 52.2. The 32-request extraction benchmark never
+    # hits the cap (its requests wait for prefill, not for drafts): the same plans, 36 steps.
     overhead_rows_per_sequence: float = 4.0
     peak_decay: float = 0.97
     max_pending: int = 16               # sequences with more uncomputed tokens are still in prefill
@@ -165,8 +165,10 @@ class Speculator:
         self._schemas: set[str] = set()   # JSON schemas whose skeleton is in the text pool
         self._peak = 0.0                    # most sequences sampling lately (tail_boost)
 
-    def plan(self, running: list[Sequence], budget: int, forced: ForcedText | None, max_model_len: int) -> None:
-        """Set `seq.draft` (the tokens to verify this step) for every running sequence."""
+    def plan(self, running: list[Sequence], budget: int, forced: ForcedText | None, max_model_len: int,
+             waiting: int = 0) -> None:
+        """Set `seq.draft` (the tokens to verify this step) for every running sequence; `waiting`
+        requests are not admitted yet (they count in the batch size)."""
         walks: list[DraftWalk] = []
         base_tokens, sampling = 0, 0
         if forced is not None:
@@ -194,7 +196,7 @@ class Speculator:
         try:
             lengths = select_lengths([WalkSurvival(walk, self.stats.confidence) for walk in walks],
                                      base_tokens, float(sampling),
-                                     self._overhead(sampling), budget - base_tokens)
+                                     self._overhead(sampling, len(running) + waiting), budget - base_tokens)
         finally:
             for walk in walks:
                 walk.close()
@@ -203,12 +205,14 @@ class Speculator:
                 walk.seq.draft, walk.seq.draft_info = walk.keep[:length], walk.keys
                 self.counters["draft_tokens"] += length
 
-    def _overhead(self, sampling: int) -> float:
-        """alpha / beta for this step's plan, raised while fewer sequences sample than recently
-        (`tail_boost`): a function of the requests only, like the prior."""
+    def _overhead(self, sampling: int, running: int = 0) -> float:
+        """alpha / beta for this step's plan: the prior capped for a small batch (`running`:
+        requests admitted or waiting), raised while fewer sequences sample than recently
+        (`tail_boost`); a function of the requests only, like the prior."""
         overhead = self.cost.overhead_rows()
         if not self.config.fit_step_cost:
-            overhead = min(overhead, self.config.overhead_rows_per_sequence * (self._peak + 1))
+            batch = max(self._peak, running)  # (requests in prefill or waiting count: they will sample)
+            overhead = min(overhead, self.config.overhead_rows_per_sequence * (batch + 1))
         if self.config.tail_boost and sampling:
             overhead *= (self._peak / sampling) ** self.config.tail_boost
         return overhead

@@ -293,16 +293,19 @@ def test_tail_boost_raises_the_overhead_only_below_the_recent_peak():
     assert off._overhead(1) == 100.0
 
 
-@pytest.mark.parametrize("peak, fitted, expected", [(1.0, False, 8.0), (4.0, False, 20.0), (24.0, False, 100.0),
-                                                   (32.0, False, 100.0), (1.0, True, 100.0)])
-def test_small_batches_cap_the_prior_overhead(peak, fitted, expected):
+@pytest.mark.parametrize("peak, running, fitted, expected", [
+    (1.0, 1, False, 8.0), (4.0, 4, False, 20.0), (24.0, 24, False, 100.0), (32.0, 32, False, 100.0),
+    (1.0, 32, False, 100.0),   # the first sequences of a 32-request batch: the others are waiting
+    (1.0, 1, True, 100.0)])    # a fitted cost model is not capped
+def test_small_batches_cap_the_prior_overhead(peak, running, fitted, expected):
     """A lone sequence's extra verified rows are a large share of its step: the prior overhead is
-    capped at overhead_rows_per_sequence * (recent peak + 1) rows; a fitted cost model is not."""
+    capped at overhead_rows_per_sequence * (batch + 1) rows, the batch being the requests running
+    or waiting, or the recent peak of sampling ones."""
     from deepinfer.engine.speculative import SpeculativeConfig, Speculator
     spec = Speculator(SpeculativeConfig(prior_overhead_rows=100.0, overhead_rows_per_sequence=4.0,
                                         fit_step_cost=fitted), frozenset({0}))
     spec._peak = peak
-    assert spec._overhead(int(peak)) == expected
+    assert spec._overhead(int(peak), running) == expected
 
 
 def test_prompt_lookup_bisection_equals_trying_every_length():

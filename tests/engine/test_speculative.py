@@ -234,8 +234,8 @@ def _drafts_per_step(llm, monkeypatch):
     from deepinfer.engine.speculative import Speculator
     plans, plan = [], Speculator.plan
 
-    def recording(self, running, *args):
-        plan(self, running, *args)
+    def recording(self, running, *args, **kwargs):
+        plan(self, running, *args, **kwargs)
         plans.append([list(s.draft) for s in running])
     monkeypatch.setattr(Speculator, "plan", recording)
     pattern = r"(ab|cd|ef){2,9}( [a-z]{1,6}){0,3}"
