@@ -18,6 +18,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from deepinfer.kvcache.cascade import widen
 from deepinfer.kvcache.decode import DecodeSet
 from deepinfer.kvcache.groups import Group, gather
 
@@ -70,8 +71,10 @@ class BatchedPlan:
         for offset, n, g in self.prefills:
             k, v = gather(g.block_table, k_blocks, v_blocks)                                # [1, Hkv, S, D]
             qg = q[offset:offset + n].unsqueeze(0).transpose(1, 2)                          # [1, H, n, Dk]
-            out = F.scaled_dot_product_attention(qg, k, v, attn_mask=g.mask(window, q.dtype, bs), scale=scale,
+            qg, k, v = widen(qg, k, v)
+            out = F.scaled_dot_product_attention(qg, k, v, attn_mask=g.mask(window, qg.dtype, bs), scale=scale,
                                                  enable_gqa=heads != hkv)
-            outs.append(out[0].transpose(0, 1))                                             # [n, H, Dv]
+            outs.append(out[0].transpose(0, 1).to(q.dtype))                                 # [n, H, Dv]
         out = outs[0] if len(outs) == 1 else torch.cat(outs)
         return out if self.inverse is None else out.index_select(0, self.inverse)
+

@@ -152,3 +152,31 @@ def test_bucketed_decodes_with_shared_prefix_and_a_prefill_chunk_match_dense_att
         ref = causal_attention(q[n - m:], torch.cat([pk, k]), torch.cat([pv, v]), prefix + n - m, scale=0.25)
         torch.testing.assert_close(out[offset:offset + m], ref, rtol=1e-5, atol=1e-5)
         offset += m
+
+
+def test_bfloat16_cpu_attention_inputs_widen_exactly():
+    """bfloat16 prefill and shared-prefix attention run on float32 copies (faster CPU kernels):
+    the copies hold the same values; float32 inputs pass through untouched."""
+    from deepinfer.kvcache.cascade import widen
+    q, k = torch.randn(2, 3, 4).to(torch.bfloat16), torch.randn(2, 3, 4).to(torch.bfloat16)
+    wq, wk = widen(q, k)
+    assert wq.dtype == wk.dtype == torch.float32 and torch.equal(wq.to(torch.bfloat16), q)
+    f = torch.randn(2, 3)
+    assert widen(f)[0] is f
+
+
+def test_bfloat16_paged_attention_stays_close_to_float32():
+    """A bfloat16 pool and queries (prefill chunk + decodes sharing prefix blocks) give the float32
+    result up to bfloat16 rounding, in bfloat16."""
+    torch.manual_seed(3)
+    outs = {}
+    for dtype in (torch.float32, torch.bfloat16):
+        pool = KVPool([LayerShape((HKV, DK), (HKV, DV))], 64, BS, dtype)
+        bm = BlockManager(64, BS)
+        tables = [BlockTable(), BlockTable()]
+        gen = torch.Generator().manual_seed(5)
+        qkv = [(torch.randn(n, H, DK, generator=gen).to(dtype), torch.randn(n, HKV, DK, generator=gen).to(dtype),
+                torch.randn(n, HKV, DV, generator=gen).to(dtype)) for n in (9, 7)]
+        outs[dtype] = run_step(pool, bm, [(tables[0], 0, 9), (tables[1], 0, 7)], qkv, invariant=False)
+    assert outs[torch.bfloat16].dtype == torch.bfloat16
+    torch.testing.assert_close(outs[torch.bfloat16].float(), outs[torch.float32], atol=0.05, rtol=0.05)
