@@ -65,14 +65,22 @@ class ForcedText:
         """Forget entries older than the previous step (they hold finished matchers alive)."""
         self._previous, self._memo = self._memo, {}
 
+    # A key spells out the last KEY_TOKENS accepted tokens and counts the rest: more than a draft
+    # walks, so the rest is output, which only grows (the same for every key of one matcher), and a
+    # key costs O(KEY_TOKENS), not O(output) (a 4K-token output made every lookup copy 4K tokens).
+    KEY_TOKENS = 64
+
     @staticmethod
     def state_key(seq: Sequence, drafted: list[int] | tuple = ()) -> tuple | None:
-        """(matcher, the tokens it accepted): a key for its state while the matcher has accepted
-        exactly the output and then `drafted`; None when that cannot be checked."""
+        """(matcher, how many tokens it accepted, the last of them): a key for its state while the
+        matcher has accepted exactly the output and then `drafted`; None when that cannot be
+        checked (or the draft is longer than a key spells out)."""
         output = getattr(seq, "output_token_ids", None)
-        if output is None or seq.matcher.num_accepted != len(output) + len(drafted):
+        if (output is None or seq.matcher.num_accepted != len(output) + len(drafted)
+                or len(drafted) >= ForcedText.KEY_TOKENS):
             return None
-        return seq.matcher, (*output, *drafted)
+        tail = output[-(ForcedText.KEY_TOKENS - len(drafted)):]
+        return seq.matcher, len(output) + len(drafted), (*tail, *drafted)
 
     def lookup(self, seq: Sequence, drafted: list[int] | tuple = ()) -> "Forced":
         """The forced text and its tokens at the matcher's state (remembered per state)."""

@@ -326,3 +326,22 @@ def test_a_walk_looks_up_forced_text_only_when_asked_past_a_token(make_llm, monk
     assert walk.keys[len(first):] == [None] * len(carried)
     walk.close()
     assert seq.matcher.num_accepted == 0
+
+
+def test_forced_text_keys_stay_short_and_match_a_draft_that_became_output():
+    """A state key spells out only the last KEY_TOKENS accepted tokens (O(1) in the output length),
+    and a walked draft's key equals the key of the same tokens once they are output."""
+    from types import SimpleNamespace
+    from deepinfer.engine.jump_forward import ForcedText
+    n = ForcedText.KEY_TOKENS
+    output = list(range(1000))
+    seq = SimpleNamespace(matcher=SimpleNamespace(num_accepted=1003), output_token_ids=output)
+    walked = ForcedText.state_key(seq, [7, 8, 9])
+    assert walked is not None and len(walked[2]) == n and walked[1] == 1003
+    seq.output_token_ids = output + [7, 8, 9]
+    assert ForcedText.state_key(seq) == walked
+    seq.output_token_ids = output + [7, 8, 5]                # another last token: another state
+    assert ForcedText.state_key(seq) != walked
+    seq.matcher.num_accepted = 1000 + n
+    seq.output_token_ids = output
+    assert ForcedText.state_key(seq, list(range(n))) is None  # longer than a key spells out
