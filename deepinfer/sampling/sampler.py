@@ -93,6 +93,8 @@ def sample(logits: torch.Tensor, rows: list[SamplingRow]) -> SampleResult:
         top = {}
         if row.params.logprobs > 0:
             values, ids = torch.topk(lp, row.params.logprobs)
-            top = {int(t): float(v) for t, v in zip(ids, values)}
+            # Tokens a constraint masked out (-inf) are no alternatives; fewer may be left than asked
+            # (and -inf is not JSON: the server would write -Infinity).
+            top = {int(t): float(v) for t, v in zip(ids.tolist(), values.tolist()) if v != float("-inf")}
         logprobs.append(TokenLogprob(tokens[i], float(lp[tokens[i]]), top))
     return SampleResult(tokens, logprobs)

@@ -53,6 +53,15 @@ def test_logprobs_with_alternatives():
     assert len(lp.top) == 2 and 0 in lp.top
 
 
+def test_masked_tokens_are_no_logprob_alternatives():
+    """A constraint leaves two tokens: asking for 4 alternatives gives those 2 (finite: -inf would
+    be no token, and is not JSON)."""
+    logits = torch.tensor([[1.0, -torch.inf, 2.0, -torch.inf, -torch.inf]])
+    lp = sample(logits, [row(SamplingParams(temperature=0, logprobs=4))]).logprobs[0]
+    assert lp.token_id == 2 and set(lp.top) == {0, 2}
+    assert all(v > float("-inf") for v in lp.top.values())
+
+
 def test_stop_strings_and_holdback():
     assert find_stop("hello world", ["wor", "lo"]) == (3, "lo")
     assert find_stop("abc", ["x"]) is None
