@@ -7,7 +7,7 @@ there, or (with the proposer's sequence key) it goes on past them with what foll
 drafted so far elsewhere (`Speculator._continuation`). See speculative.py, step 2.
 
 Why lazily: the plan admits draft tokens in descending survival across all sequences and stops at
-the first that does not pay (speculative.choose_lengths), so most of a long draft is never
+the first that does not pay (draft_lengths.select_lengths), so most of a long draft is never
 verified. A walk advances only when the plan asks for its next survival (`DraftWalk.step`), and
 each step costs constraint calls (accept_token, the forced text after the token): on the
 extraction benchmark lazy walks accept ~40% fewer draft tokens into matchers than whole ones,

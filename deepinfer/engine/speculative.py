@@ -91,8 +91,8 @@ class SpeculativeConfig:
     # A small batch verifies few rows, and each is a large share of its step (one sequence's decode
     # streams the weights through a GEMV; 6 rows cost ~1.6x its time here), so the prior is capped
     # at this many rows per sequence of the batch (+1; running ones, in prefill too, or the decaying
-    # peak of sampling ones, whichever is more): 8 for a lone sequence, the prior from 24 on. Greedy, 128 tokens, 2 threads, tok/s with speculation off /
-    # this cap / the prior alone: one prose request 34.0 / 32.7-33.0 / 27.9-28.3, 2 requests
+    # peak of sampling ones, whichever is more): 8 for a lone sequence, the prior from 24 on.
+    # Greedy, 128 tokens, 2 threads, tok/s with speculation off / this cap / the prior alone: one prose request 34.0 / 32.7-33.0 / 27.9-28.3, 2 requests
     # 56.0-56.8 / 55.1-55.6 / 46.4-47.3, 4: 96.6-98.6 / 90.5-90.9 / 75.4-76.4, 8: 144-145 / 135 /
     # 129; one code request 33.5-34.2 / 52.6 / 52.2. The 32-request extraction benchmark never
     # hits the cap (its requests wait for prefill, not for drafts): the same plans, 36 steps.
@@ -106,7 +106,7 @@ class SpeculativeConfig:
     fit_step_cost: bool = False
     forced_lead: bool = True            # drafts open with forced text jump-forward left (_forced_lead)
     # Drafts go on past their n-gram match and past forced text, from the text drafted so far (the
-    # outputs' text, then the prompt's: values copied from the prompt; `_walk`, `_continuation`).
+    # outputs' text, then the prompt's: values copied from the prompt; draft_walk.py, `_continuation`).
     continue_drafts: bool = True
     # The first request of each JSON schema puts the schema's skeleton text in the text pool
     # (schema_drafts.py): lockstep requests draft structure nobody has written yet.
@@ -225,21 +225,6 @@ class Speculator:
             return None
         found = forced.lookup(seq)
         return (list(found.ids), found.text) if found.text and found.ids else None
-
-    def _walk(self, seq: Sequence, draft: Draft, forced: ForcedText | None,
-              key: object = None, limit: int = 0) -> tuple[list[int], list]:
-        """The whole usable prefix of the draft and a confidence key per token (None: forced,
-        c = 1); draft_walk.py. With `key` (the proposer's sequence key) a draft that runs out, or
-        that jump-forward's forced text leaves (`"age` drafted where the constraint now forces
-        `"occupation`), goes on with what followed the text drafted so far elsewhere
-        (`NgramProposer.continue_text`), up to `limit`."""
-        walk = DraftWalk(self, seq, draft, forced, key, limit)
-        try:
-            while walk.step():
-                pass
-        finally:
-            walk.close()
-        return walk.keep, walk.keys
 
     def _seed_schema(self, schema: dict | None) -> None:
         """The first sequence of each JSON schema retires the schema's skeleton text into the text

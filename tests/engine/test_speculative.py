@@ -214,19 +214,31 @@ def test_a_draft_goes_on_past_forced_text_it_diverged_from(make_llm, monkeypatch
         return Draft(tok.encode("xyx")[:limit], SOURCE_OWN, 1)
     monkeypatch.setattr(spec.proposer, "continue_text", continue_text)
     wrong = first + tok.encode(" was not")                     # diverges from the forced text
-    keep, keys = spec._walk(seq, Draft(wrong, SOURCE_OWN, 1), forced, key="k", limit=20)
+    keep, keys = _walk_whole(spec, seq, Draft(wrong, SOURCE_OWN, 1), forced, key="k", limit=20)
     assert keep[:len(first) + len(forced_ids)] == first + forced_ids
     assert tok.decode(keep).startswith("a is forced herexyx")   # continued, again when the chunk ran out
     assert sum(k is not None for k in keys) == spec.config.max_draft
     assert keys[len(first):len(first) + len(forced_ids)] == [None] * len(forced_ids)
     assert seen and seen[0] == tok.decode(first + forced_ids)
     for limit in (1, 2, 3):                                    # never past max_tokens / the context
-        assert spec._walk(seq, Draft(wrong, SOURCE_OWN, 1), forced, key="k", limit=limit)[0] == \
+        assert _walk_whole(spec, seq, Draft(wrong, SOURCE_OWN, 1), forced, key="k", limit=limit)[0] == \
             (first + forced_ids)[:limit]
     assert seq.matcher.accept_token(first[0])                  # the walk rolled the matcher back
     seq.matcher.rollback(1)
-    keep, _ = spec._walk(seq, Draft(wrong, SOURCE_OWN, 1), forced)   # no key: stops at the forced text
+    keep, _ = _walk_whole(spec, seq, Draft(wrong, SOURCE_OWN, 1), forced)   # no key: stops at the forced text
     assert tok.decode(keep).startswith("a") and not tok.decode(keep).endswith("xyx")
+
+
+def _walk_whole(spec, seq, draft, forced, key=None, limit=0):
+    """A draft walked to its end (what a plan that admits everything walks): (tokens, keys)."""
+    from deepinfer.engine.draft_walk import DraftWalk
+    walk = DraftWalk(spec, seq, draft, forced, key, limit)
+    try:
+        while walk.step():
+            pass
+    finally:
+        walk.close()
+    return walk.keep, walk.keys
 
 
 def _drafts_per_step(llm, monkeypatch):
