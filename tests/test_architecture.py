@@ -47,8 +47,14 @@ def test_model_code_knows_nothing_of_engine_or_constraints(path):
     assert imports_any(imported_modules(path), forbidden) == []
 
 
+@pytest.mark.parametrize("path", modules_under("native"), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_native_kernels_know_nothing_of_the_stages_that_call_them(path):
+    deepinfer = {m for m in imported_modules(path) if m.startswith("deepinfer")}
+    assert deepinfer <= {"deepinfer.resources", "deepinfer.native", "deepinfer.native.build"}
+
+
 @pytest.mark.parametrize("subpackage", ["model", "engine", "kvcache", "sampling", "constraints",
-                                        "server", "tokenizer"])
+                                        "server", "tokenizer", "native"])
 def test_every_subpackage_says_what_it_owns(subpackage):
     init = PACKAGE / subpackage / "__init__.py"
     assert ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))), f"{init} needs a docstring"

@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from deepinfer.kvcache.cascade import widen
 from deepinfer.kvcache.decode import DecodeSet
 from deepinfer.kvcache.groups import Group, gather
+from deepinfer.kvcache.native_decode import NativeDecode
 
 # Sequences with at most this many new tokens attend as decodes (decode.py: grouped-query layout,
 # shared prefix read once). Jump-forward and verification steps feed a sampled token plus forced or
@@ -32,19 +33,22 @@ SHORT_CHUNK = 8
 class BatchedPlan:
     """Which query rows and KV blocks each call reads, and where each token's output lands."""
 
-    def __init__(self, seqs, block_size: int, num_tokens: int) -> None:
+    def __init__(self, seqs, block_size: int, num_tokens: int, *, native: bool = False) -> None:
+        """native: decodes attend through the native paged kernel (native_decode.py), written in
+        place into token order; else through decode.py."""
         self.block_size, self.num_tokens = block_size, num_tokens
         decode, rest, offset = [], [], 0
         for s in seqs:
             if s.num_new:
                 (decode if s.num_new <= SHORT_CHUNK else rest).append((s, offset))
             offset += s.num_new
-        self.decodes = DecodeSet(decode, block_size) if decode else None
+        self.native = NativeDecode(decode, block_size) if native else None
+        self.decodes = DecodeSet(decode, block_size) if decode and not native else None
         # One call per prefill chunk: padding chunks to the longest one cost 24% more attention
         # over the extraction benchmark's prefill steps (their chunks differ in length and context).
         self.prefills = [(offset, s.num_new, Group.of([(s, offset)], block_size)) for s, offset in rest]
         # Output rows: the decodes' (in their order), then the prefill chunks' (in input order).
-        placed = (self.decodes.members if decode else []) + rest
+        placed = (self.decodes.members if self.decodes is not None else decode) + rest
         # Row of cat(outputs) holding token t; None when that is already token order.
         self.inverse = self._inverse(placed)
 
@@ -62,19 +66,35 @@ class BatchedPlan:
                window: int | None) -> torch.Tensor:
         """q [T, H, Dk] (new tokens), pools [slots, Hkv, D] (already holding them) -> [T, H, Dv]."""
         hkv, dk, dv = k_pool.shape[1], k_pool.shape[2], v_pool.shape[2]
-        heads, bs = q.shape[1], self.block_size
+        bs = self.block_size
         k_blocks = k_pool.view(-1, bs, hkv, dk)
         v_blocks = v_pool.view(-1, bs, hkv, dv)
+        if self.native is not None:
+            return self._attend_native(q, k_pool, v_pool, k_blocks, v_blocks, scale, window)
         outs = []
         if self.decodes is not None:
             outs.append(self.decodes.attend(q, k_blocks, v_blocks, scale=scale, window=window))
         for offset, n, g in self.prefills:
-            k, v = gather(g.block_table, k_blocks, v_blocks)                                # [1, Hkv, S, D]
-            qg = q[offset:offset + n].unsqueeze(0).transpose(1, 2)                          # [1, H, n, Dk]
-            qg, k, v = widen(qg, k, v)
-            out = F.scaled_dot_product_attention(qg, k, v, attn_mask=g.mask(window, qg.dtype, bs), scale=scale,
-                                                 enable_gqa=heads != hkv)
-            outs.append(out[0].transpose(0, 1).to(q.dtype))                                 # [n, H, Dv]
+            outs.append(self._prefill(q, k_blocks, v_blocks, offset, n, g, scale, window).to(q.dtype))
         out = outs[0] if len(outs) == 1 else torch.cat(outs)
         return out if self.inverse is None else out.index_select(0, self.inverse)
+
+    def _attend_native(self, q, k_pool, v_pool, k_blocks, v_blocks, scale, window) -> torch.Tensor:
+        """Decode rows by the native kernel, prefill chunks by SDPA, all written in token order."""
+        q32 = q.float().contiguous()                                                        # [T, H, Dk]
+        out = q32.new_empty(self.num_tokens, q.shape[1], v_pool.shape[2])                  # [T, H, Dv]
+        self.native.attend(q32, k_pool, v_pool, out, scale=scale, window=window)
+        for offset, n, g in self.prefills:
+            out[offset:offset + n] = self._prefill(q, k_blocks, v_blocks, offset, n, g, scale, window)
+        return out.to(q.dtype)
+
+    def _prefill(self, q, k_blocks, v_blocks, offset, n, g, scale, window) -> torch.Tensor:
+        """One prefill chunk's rows [n, H, Dv] (float32 for bfloat16 inputs: `widen`)."""
+        heads, hkv = q.shape[1], k_blocks.shape[2]
+        k, v = gather(g.block_table, k_blocks, v_blocks)                                    # [1, Hkv, S, D]
+        qg = q[offset:offset + n].unsqueeze(0).transpose(1, 2)                              # [1, H, n, Dk]
+        qg, k, v = widen(qg, k, v)
+        out = F.scaled_dot_product_attention(qg, k, v, attn_mask=g.mask(window, qg.dtype, self.block_size),
+                                             scale=scale, enable_gqa=heads != hkv)
+        return out[0].transpose(0, 1)                                                       # [n, H, Dv]
 

@@ -19,8 +19,9 @@ from dataclasses import dataclass
 
 import torch
 
-from deepinfer.kvcache.batched import BatchedPlan
+from deepinfer.kvcache.batched import SHORT_CHUNK, BatchedPlan
 from deepinfer.kvcache.invariant import InvariantPlan
+from deepinfer.kvcache import native_decode
 
 
 @dataclass
@@ -100,8 +101,11 @@ class PagedKVCache:
         bs = pool.block_size
         self.num_tokens = sum(s.num_new for s in seqs)
         self.slot_mapping = _slot_mapping(seqs, bs)
-        plan = InvariantPlan if invariant else BatchedPlan
-        self.plan = plan(seqs, bs, self.num_tokens)
+        if invariant:
+            self.plan = InvariantPlan(seqs, bs, self.num_tokens)
+        else:
+            native = any(0 < s.num_new <= SHORT_CHUNK for s in seqs) and native_decode.available(pool.k[0].dtype)
+            self.plan = BatchedPlan(seqs, bs, self.num_tokens, native=native)
 
     def attend(self, layer, q, k, v, *, scale, sliding_window=None):
         k_pool, v_pool = self.pool.k[layer], self.pool.v[layer]

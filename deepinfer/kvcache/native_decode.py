@@ -1,0 +1,66 @@
+"""Decode attention of the batched path through the native paged kernel (native/csrc/paged_decode.c).
+
+Owns the kernel's per-step arguments: for every decode sequence (a few new tokens: a sampled one
+plus forced or draft tokens), its first row in the packed batch, its new and cached token counts
+and its block table, built once per forward and reused by every layer. The kernel reads keys and
+values in place from the pool and writes each sequence's rows of the output, so there is no
+per-layer gather, padding, bucketing or output permutation (the PyTorch path, `decode.py`, needs
+all four). Each row's arithmetic depends only on its own sequence.
+
+Used when the kernel builds on this machine and the pool holds float32 or bfloat16; otherwise
+the batched plan takes `decode.py`. Knows nothing about requests or scheduling.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import torch
+
+from deepinfer.native import load_library
+
+KV_DTYPES = {torch.float32: 0, torch.bfloat16: 1}
+
+
+def kernel() -> ctypes.CDLL | None:
+    lib = load_library("paged_decode")
+    if lib is not None and not getattr(lib, "_deepinfer_typed", False):
+        p, i = ctypes.c_void_p, ctypes.c_int
+        lib.paged_decode_attention.argtypes = [p, p, p, p, p, p, i, i, i, i, i, i, i, ctypes.c_float, i, i]
+        lib.paged_decode_attention.restype = i
+        lib._deepinfer_typed = True
+    return lib
+
+
+def available(kv_dtype: torch.dtype) -> bool:
+    return kv_dtype in KV_DTYPES and kernel() is not None
+
+
+class NativeDecode:
+    """The decode sequences of one forward pass, as the kernel's argument arrays."""
+
+    def __init__(self, members, block_size: int) -> None:
+        """members: (SeqSlice, offset of its first new token in the packed batch) pairs."""
+        self.block_size = block_size
+        rows, tables = [], []
+        for s, offset in members:
+            rows.append((offset, s.num_new, s.num_cached, len(tables)))
+            tables.extend(s.block_ids[:-(-s.total // block_size)])
+        self.seqs = torch.tensor(rows, dtype=torch.int64)          # [S, 4]
+        self.tables = torch.tensor(tables, dtype=torch.int64)      # [sum of blocks]
+        self.lib = kernel()
+
+    def attend(self, q: torch.Tensor, k_pool: torch.Tensor, v_pool: torch.Tensor, out: torch.Tensor, *,
+               scale: float, window: int | None) -> None:
+        """q [T, H, Dk] float32, pools [slots, Hkv, D] -> the decode rows of out [T, H, Dv] float32."""
+        heads, dk = q.shape[1], q.shape[2]
+        hkv, dv = v_pool.shape[1], v_pool.shape[2]
+        if not (q.dtype == out.dtype == torch.float32 and q.is_contiguous() and out.is_contiguous()
+                and k_pool.is_contiguous() and v_pool.is_contiguous()):
+            raise ValueError("native decode attention needs contiguous float32 q/out and contiguous pools")
+        status = self.lib.paged_decode_attention(
+            q.data_ptr(), k_pool.data_ptr(), v_pool.data_ptr(), out.data_ptr(), self.seqs.data_ptr(),
+            self.tables.data_ptr(), self.seqs.shape[0], heads, hkv, dk, dv, self.block_size, window or 0,
+            scale, KV_DTYPES[k_pool.dtype], torch.get_num_threads())
+        if status != 0:
+            raise MemoryError("native decode attention could not allocate its work buffers")

@@ -1,0 +1,108 @@
+"""Compile a C source of `csrc/` into a shared library once per machine, cache it, load it.
+
+The library is built with `-O3 -march=native -fopenmp` (the OpenMP runtime is the one PyTorch
+already loaded, so kernels share its thread pool instead of starting a second one) into
+<cache>/native/<name>-<hash>.so, the hash covering the source, the flags, the compiler and the
+CPU's feature flags, so a changed source or another machine builds anew. Built into a temporary
+file and renamed, so concurrent processes never load a half-written library.
+
+`load_library` returns None (and logs why, once) when building is impossible or disabled with
+DEEPINFER_NATIVE=0; callers then take their PyTorch path.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import logging
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+from deepinfer.resources import cache_dir
+
+log = logging.getLogger(__name__)
+
+SOURCES = Path(__file__).resolve().parent / "csrc"
+FLAGS = ["-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c11"]
+
+_loaded: dict[str, ctypes.CDLL | None] = {}
+_lock = threading.Lock()
+
+
+def enabled() -> bool:
+    return os.environ.get("DEEPINFER_NATIVE", "1").strip().lower() not in ("0", "off", "false", "no")
+
+
+def load_library(name: str) -> ctypes.CDLL | None:
+    """The compiled `csrc/<name>.c`, or None when it cannot be built here (or is disabled)."""
+    if not enabled():
+        return None
+    with _lock:
+        if name not in _loaded:
+            _loaded[name] = _build_and_load(name)
+        return _loaded[name]
+
+
+def _build_and_load(name: str) -> ctypes.CDLL | None:
+    import torch  # noqa: F401  (loads PyTorch's OpenMP runtime first, so the library binds to it)
+
+    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        log.info("no C compiler found: %s runs on its PyTorch path", name)
+        return None
+    source = (SOURCES / f"{name}.c").read_bytes()
+    target = cache_dir() / "native" / f"{name}-{_fingerprint(source, compiler)}.so"
+    try:
+        if not target.exists():
+            _compile(compiler, SOURCES / f"{name}.c", target)
+        return ctypes.CDLL(str(target))
+    except (OSError, subprocess.SubprocessError) as exc:
+        log.warning("could not build the native kernel %s (%s): using its PyTorch path", name, exc)
+        return None
+
+
+def _fingerprint(source: bytes, compiler: str) -> str:
+    digest = hashlib.sha256(source)
+    digest.update(" ".join(FLAGS).encode())
+    digest.update(_compiler_version(compiler).encode())
+    digest.update(platform.machine().encode())
+    digest.update(_cpu_flags().encode())
+    return digest.hexdigest()[:16]
+
+
+def _compiler_version(compiler: str) -> str:
+    try:
+        return subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return compiler
+
+
+def _cpu_flags() -> str:
+    """The CPU's feature flags (-march=native code must not run on a machine that lacks them)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(("flags", "Features")):
+                return line
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def _compile(compiler: str, source: Path, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
+    os.close(fd)
+    try:
+        result = subprocess.run([compiler, *FLAGS, "-o", tmp, str(source), "-lm"], capture_output=True,
+                                text=True, timeout=300)
+        if result.returncode != 0:
+            raise subprocess.SubprocessError(result.stderr.strip()[-2000:] or f"exit status {result.returncode}")
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)

@@ -1,0 +1,342 @@
+/* Paged decode attention: a few new query tokens per sequence over that sequence's paged KV.
+ *
+ * Reads keys and values in place from the pool (no per-layer gather copy), one work item per
+ * (sequence, kv head): the G query heads of every new token of the sequence share each key tile,
+ * so a key is read from memory once per kv head, not once per query. Online softmax over tiles
+ * of TILE keys in position order, float32 accumulation. A query row's result depends only on its
+ * own sequence (fixed order of operations whatever else is in the batch).
+ *
+ * Layouts (row-major, contiguous):
+ *   q    [T, H, dk] float32       out [T, H, dv] float32 (only the rows of the listed sequences)
+ *   kpool [slots, Hkv, dk]        vpool [slots, Hkv, dv]   float32 or bfloat16 (uint16 bits)
+ *   seqs [S, 4] int64: first row in q/out, new tokens, tokens cached before them, offset in tables
+ *   tables int64: block ids, each sequence's run starting at its offset
+ * Query token r of a sequence sits at position cached + r and sees keys [lo, cached + r], where
+ * lo = max(0, cached + r - window + 1) with a window (window > 0), else 0.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TILE 32
+
+/* exp(x) for x <= 0 (scores minus their running max), branch-free so the loops vectorize:
+ * Cody-Waite reduction to r in [-ln2/2, ln2/2], degree-7 Taylor polynomial (error < 1e-8
+ * relative before rounding), scaled by 2^n through the exponent bits. */
+static inline float exp_nonpositive(float x) {
+    x = x < -87.0f ? -87.0f : x;
+    float n = floorf(x * 1.44269504088896341f + 0.5f);
+    float r = x - n * 0.693145751953125f;
+    r = r - n * 1.42860682030941723212e-6f;
+    float p = 1.0f / 5040.0f;
+    p = p * r + 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    int32_t bits = ((int32_t)n + 127) << 23;
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    return p * scale;
+}
+
+static inline void load_row_f32(float *dst, const void *pool, int64_t index, int d) {
+    memcpy(dst, (const float *)pool + index * d, (size_t)d * sizeof(float));
+}
+
+static inline void load_row_bf16(float *dst, const void *pool, int64_t index, int d) {
+    const uint16_t *src = (const uint16_t *)pool + index * d;
+    uint32_t *out = (uint32_t *)dst;
+#pragma omp simd
+    for (int i = 0; i < d; i++) out[i] = (uint32_t)src[i] << 16;
+}
+
+typedef void (*load_row_fn)(float *, const void *, int64_t, int);
+
+static void attend_item(const float *q, const void *kpool, const void *vpool, float *out,
+                        const int64_t *seq, const int64_t *tables, int heads, int hkv, int dk, int dv,
+                        int block_size, int window, float scale, int h, load_row_fn load_row,
+                        float *work) {
+    const int64_t first_row = seq[0], cached = seq[2];
+    const int n_new = (int)seq[1], group = heads / hkv, nq = n_new * group;
+    const int64_t *blocks = tables + seq[3];
+    float *ktile = work, *vtile = ktile + TILE * dk, *m = vtile + TILE * dv, *l = m + nq;
+    float *acc = l + nq, *s = acc + (size_t)nq * dv;
+    for (int i = 0; i < nq; i++) { m[i] = -INFINITY; l[i] = 0.0f; }
+    memset(acc, 0, sizeof(float) * (size_t)nq * dv);
+    const int64_t total = cached + n_new;
+    int64_t start = window > 0 ? cached - window + 1 : 0;
+    if (start < 0) start = 0;
+    for (int64_t j0 = start; j0 < total; j0 += TILE) {
+        const int tile = (int)(total - j0 < TILE ? total - j0 : TILE);
+        for (int t = 0; t < tile; t++) {
+            const int64_t j = j0 + t;
+            const int64_t slot = blocks[j / block_size] * block_size + j % block_size;
+            load_row(ktile + t * dk, kpool, slot * hkv + h, dk);
+            load_row(vtile + t * dv, vpool, slot * hkv + h, dv);
+        }
+        for (int i = 0; i < nq; i++) {
+            const int r = i / group, g = i % group;
+            const int64_t pos = cached + r;
+            int64_t lo = window > 0 ? pos - window + 1 : 0;
+            int a = (int)(lo > j0 ? lo - j0 : 0);
+            int b = (int)(pos + 1 - j0 < tile ? pos + 1 - j0 : tile);
+            if (a >= b) continue;
+            const float *qi = q + ((first_row + r) * heads + (int64_t)h * group + g) * dk;
+            float top = -INFINITY;
+            for (int t = a; t < b; t++) {
+                const float *kt = ktile + t * dk;
+                float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+                for (int d = 0; d < dk; d++) dot += qi[d] * kt[d];
+                s[t] = dot * scale;
+                top = s[t] > top ? s[t] : top;
+            }
+            float *ai = acc + (size_t)i * dv;
+            if (top > m[i]) {
+                const float alpha = m[i] == -INFINITY ? 0.0f : exp_nonpositive(m[i] - top);
+                m[i] = top;
+                l[i] *= alpha;
+#pragma omp simd
+                for (int d = 0; d < dv; d++) ai[d] *= alpha;
+            }
+            const float mi = m[i];
+            float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+            for (int t = a; t < b; t++) {
+                s[t] = exp_nonpositive(s[t] - mi);
+                sum += s[t];
+            }
+            l[i] += sum;
+            for (int t = a; t < b; t++) {
+                const float p = s[t];
+                const float *vt = vtile + t * dv;
+#pragma omp simd
+                for (int d = 0; d < dv; d++) ai[d] += p * vt[d];
+            }
+        }
+    }
+    for (int i = 0; i < nq; i++) {
+        const int r = i / group, g = i % group;
+        float *o = out + ((first_row + r) * heads + (int64_t)h * group + g) * dv;
+        const float inv = 1.0f / l[i];
+        const float *ai = acc + (size_t)i * dv;
+#pragma omp simd
+        for (int d = 0; d < dv; d++) o[d] = ai[d] * inv;
+    }
+}
+
+
+#ifdef __AVX512F__
+#include <immintrin.h>
+
+/* The AVX-512 path: keys in chunks of up to 16 slots of one block (contiguous in the pool). Each
+ * chunk's keys are transposed once into [dk][16] so that a query's 16 scores are one vector: dk
+ * FMAs with the query's elements broadcast, shared by 4 queries per pass; softmax runs 16 lanes
+ * wide; values are summed into 4 queries' accumulators per pass, one 16-wide column at a time.
+ * Queries are padded to a multiple of 4 (padding queries see no key, weigh 0 and are not
+ * written). Head dims must be multiples of 16. */
+
+static inline __attribute__((always_inline)) __m512 load16(const void *pool, int64_t offset, int bf16) {
+    if (bf16) {
+        __m256i bits = _mm256_loadu_si256((const __m256i *)((const uint16_t *)pool + offset));
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
+    }
+    return _mm512_loadu_ps((const float *)pool + offset);
+}
+
+/* exp of 16 lanes (the scalar exp_nonpositive's reduction and polynomial; 2^n by vscalefps). */
+static inline __m512 exp16(__m512 x) {
+    x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860682030941723212e-6f), r);
+    __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+}
+
+/* Transpose the 16x16 block r[row][column] in place. */
+static inline void transpose16(__m512 *r) {
+    __m512 t[16];
+    for (int i = 0; i < 8; i++) {  /* per 128-bit lane L: rows 2i, 2i+1, columns 4L..4L+3 interleaved */
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; i++) {  /* r[4i + c], lane L: column 4L + c of rows 4i..4i+3 */
+        __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 2]);
+        __m512d c = _mm512_castps_pd(t[4 * i + 1]), d = _mm512_castps_pd(t[4 * i + 3]);
+        r[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+        r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+        r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(c, d));
+        r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(c, d));
+    }
+    for (int c = 0; c < 4; c++) {  /* column 4L + c gathers lane L of r[c], r[4 + c], r[8 + c], r[12 + c] */
+        __m512 x0 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x44), x1 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xEE);
+        __m512 y0 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x44);
+        __m512 y1 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xEE);
+        t[c] = _mm512_shuffle_f32x4(x0, y0, 0x88);
+        t[4 + c] = _mm512_shuffle_f32x4(x0, y0, 0xDD);
+        t[8 + c] = _mm512_shuffle_f32x4(x1, y1, 0x88);
+        t[12 + c] = _mm512_shuffle_f32x4(x1, y1, 0xDD);
+    }
+    for (int i = 0; i < 16; i++) r[i] = t[i];
+}
+
+/* Scores of one query over the chunk -> its online-softmax state and weights p (16 lanes). */
+static inline void softmax_step(__m512 s, __mmask16 valid, float *m, float *l, float *acc, int dv, float *p) {
+    const float top = _mm512_mask_reduce_max_ps(valid, s);
+    if (top > *m) {
+        const float alpha = *m == -INFINITY ? 0.0f : exp_nonpositive(*m - top);
+        *m = top;
+        *l *= alpha;
+        const __m512 av = _mm512_set1_ps(alpha);
+        for (int d0 = 0; d0 < dv; d0 += 16) _mm512_storeu_ps(acc + d0, _mm512_mul_ps(_mm512_loadu_ps(acc + d0), av));
+    }
+    const __m512 w = _mm512_maskz_mov_ps(valid, exp16(_mm512_sub_ps(s, _mm512_set1_ps(*m))));
+    *l += _mm512_reduce_add_ps(w);
+    _mm512_storeu_ps(p, w);
+}
+
+static inline __attribute__((always_inline)) void attend_item_avx512(
+        const float *q, const void *kpool, const void *vpool, float *out, const int64_t *seq,
+        const int64_t *tables, int heads, int hkv, int dk, int dv, int block_size, int window, float scale,
+        int h, int bf16, float *work) {
+    const int64_t first_row = seq[0], cached = seq[2];
+    const int n_new = (int)seq[1], group = heads / hkv, nq = n_new * group, nqp = (nq + 3) & ~3;
+    const int64_t *blocks = tables + seq[3];
+    float *kt = work, *qs = kt + 16 * dk, *p = qs + (size_t)nqp * dk, *m = p + 16 * nqp, *l = m + nqp;
+    float *acc = l + nqp;
+    for (int i = 0; i < nqp; i++) { m[i] = -INFINITY; l[i] = 0.0f; }
+    memset(acc, 0, sizeof(float) * (size_t)nqp * dv);
+    memset(p, 0, sizeof(float) * 16 * (size_t)nqp);
+    memset(qs, 0, sizeof(float) * (size_t)nqp * dk);
+    for (int i = 0; i < nq; i++) {  /* scaled queries, row i = token i / G, head h * G + i % G */
+        const float *qi = q + ((first_row + i / group) * heads + (int64_t)h * group + i % group) * dk;
+        for (int d = 0; d < dk; d++) qs[(size_t)i * dk + d] = qi[d] * scale;
+    }
+    const int64_t total = cached + n_new;
+    int64_t start = window > 0 ? cached - window + 1 : 0;
+    if (start < 0) start = 0;
+    const int64_t kstride = (int64_t)hkv * dk, vstride = (int64_t)hkv * dv;
+    for (int64_t j0 = start - start % block_size; j0 < total;) {  /* chunks: 16-key offsets of a block */
+        const int64_t in_block = j0 % block_size;
+        int n = (int)(block_size - in_block < 16 ? block_size - in_block : 16);
+        if (total - j0 < n) n = (int)(total - j0);
+        const int64_t slot = blocks[j0 / block_size] * block_size + in_block;
+        const int64_t krow = slot * kstride + (int64_t)h * dk, vrow = slot * vstride + (int64_t)h * dv;
+        for (int d0 = 0; d0 < dk; d0 += 16) {
+            __m512 rows[16];
+            for (int t = 0; t < 16; t++)
+                rows[t] = t < n ? load16(kpool, krow + t * kstride + d0, bf16) : _mm512_setzero_ps();
+            transpose16(rows);
+            for (int e = 0; e < 16; e++) _mm512_storeu_ps(kt + (d0 + e) * 16, rows[e]);
+        }
+        for (int i0 = 0; i0 < nqp; i0 += 4) {
+            __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+            const float *q0 = qs + (size_t)i0 * dk;
+            for (int d = 0; d < dk; d++) {
+                const __m512 kd = _mm512_loadu_ps(kt + d * 16);
+                s0 = _mm512_fmadd_ps(_mm512_set1_ps(q0[d]), kd, s0);
+                s1 = _mm512_fmadd_ps(_mm512_set1_ps(q0[dk + d]), kd, s1);
+                s2 = _mm512_fmadd_ps(_mm512_set1_ps(q0[2 * dk + d]), kd, s2);
+                s3 = _mm512_fmadd_ps(_mm512_set1_ps(q0[3 * dk + d]), kd, s3);
+            }
+            const __m512 sv[4] = {s0, s1, s2, s3};
+            for (int j = 0; j < 4; j++) {
+                const int i = i0 + j;
+                const int64_t pos = cached + i / group, lo = window > 0 ? pos - window + 1 : 0;
+                const int64_t a = lo > j0 ? lo - j0 : 0, b = pos + 1 - j0 < n ? pos + 1 - j0 : n;
+                if (i >= nq || a >= b) {
+                    _mm512_storeu_ps(p + 16 * i, _mm512_setzero_ps());
+                    continue;
+                }
+                const __mmask16 valid = (__mmask16)(((1u << b) - 1u) & ~((1u << a) - 1u));
+                softmax_step(sv[j], valid, m + i, l + i, acc + (size_t)i * dv, dv, p + 16 * i);
+            }
+        }
+        for (int i0 = 0; i0 < nqp; i0 += 4) {
+            const float *p0 = p + 16 * i0;
+            for (int d0 = 0; d0 < dv; d0 += 16) {
+                float *a0 = acc + (size_t)i0 * dv + d0;
+                __m512 o0 = _mm512_loadu_ps(a0), o1 = _mm512_loadu_ps(a0 + dv);
+                __m512 o2 = _mm512_loadu_ps(a0 + 2 * dv), o3 = _mm512_loadu_ps(a0 + 3 * dv);
+                for (int t = 0; t < n; t++) {
+                    const __m512 vt = load16(vpool, vrow + t * vstride + d0, bf16);
+                    o0 = _mm512_fmadd_ps(_mm512_set1_ps(p0[t]), vt, o0);
+                    o1 = _mm512_fmadd_ps(_mm512_set1_ps(p0[16 + t]), vt, o1);
+                    o2 = _mm512_fmadd_ps(_mm512_set1_ps(p0[32 + t]), vt, o2);
+                    o3 = _mm512_fmadd_ps(_mm512_set1_ps(p0[48 + t]), vt, o3);
+                }
+                _mm512_storeu_ps(a0, o0);
+                _mm512_storeu_ps(a0 + dv, o1);
+                _mm512_storeu_ps(a0 + 2 * dv, o2);
+                _mm512_storeu_ps(a0 + 3 * dv, o3);
+            }
+        }
+        j0 += n;
+    }
+    for (int i = 0; i < nq; i++) {
+        float *o = out + ((first_row + i / group) * heads + (int64_t)h * group + i % group) * dv;
+        const __m512 inv = _mm512_set1_ps(1.0f / l[i]);
+        for (int d0 = 0; d0 < dv; d0 += 16)
+            _mm512_storeu_ps(o + d0, _mm512_mul_ps(_mm512_loadu_ps(acc + (size_t)i * dv + d0), inv));
+    }
+}
+
+static void attend_item_avx512_f32(const float *q, const void *kpool, const void *vpool, float *out,
+                                   const int64_t *seq, const int64_t *tables, int heads, int hkv, int dk, int dv,
+                                   int block_size, int window, float scale, int h, float *work) {
+    attend_item_avx512(q, kpool, vpool, out, seq, tables, heads, hkv, dk, dv, block_size, window, scale, h, 0, work);
+}
+
+static void attend_item_avx512_bf16(const float *q, const void *kpool, const void *vpool, float *out,
+                                    const int64_t *seq, const int64_t *tables, int heads, int hkv, int dk, int dv,
+                                    int block_size, int window, float scale, int h, float *work) {
+    attend_item_avx512(q, kpool, vpool, out, seq, tables, heads, hkv, dk, dv, block_size, window, scale, h, 1, work);
+}
+#endif
+
+/* Returns 0, or -1 when a work buffer could not be allocated (out is then incomplete). */
+int paged_decode_attention(const float *q, const void *kpool, const void *vpool, float *out,
+                           const int64_t *seqs, const int64_t *tables, int n_seqs, int heads, int hkv,
+                           int dk, int dv, int block_size, int window, float scale, int kv_bf16,
+                           int threads) {
+    load_row_fn load_row = kv_bf16 ? load_row_bf16 : load_row_f32;
+    int max_new = 1;
+    for (int i = 0; i < n_seqs; i++) max_new = seqs[4 * i + 1] > max_new ? (int)seqs[4 * i + 1] : max_new;
+    const size_t nq = (size_t)((max_new * (heads / hkv) + 3) & ~3);  /* rounded up for the AVX-512 path */
+    const size_t floats = (size_t)TILE * (dk + dv) + 16 * (size_t)dk + nq * (dk + 16 + 2 + dv) + TILE;
+    int failed = 0;
+#pragma omp parallel num_threads(threads) reduction(| : failed)
+    {
+        float *work = malloc(floats * sizeof(float));
+        failed = work == NULL;
+#pragma omp for schedule(static)
+        for (int w = 0; w < n_seqs * hkv; w++) {
+            if (work == NULL) continue;
+#ifdef __AVX512F__
+            if (dk % 16 == 0 && dv % 16 == 0) {
+                (kv_bf16 ? attend_item_avx512_bf16 : attend_item_avx512_f32)(
+                    q, kpool, vpool, out, seqs + 4 * (w / hkv), tables, heads, hkv, dk, dv, block_size, window,
+                    scale, w % hkv, work);
+                continue;
+            }
+#endif
+            attend_item(q, kpool, vpool, out, seqs + 4 * (w / hkv), tables, heads, hkv, dk, dv,
+                        block_size, window, scale, w % hkv, load_row, work);
+        }
+        free(work);
+    }
+    return failed ? -1 : 0;
+}

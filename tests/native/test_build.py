@@ -1,0 +1,68 @@
+"""Building, caching and loading the native kernels: never an error, at worst the PyTorch path."""
+
+import ctypes
+import logging
+import shutil
+
+import pytest
+
+from deepinfer.native import build
+
+needs_compiler = pytest.mark.skipif(not (shutil.which("cc") or shutil.which("gcc")), reason="no C compiler")
+
+
+@pytest.fixture
+def sandbox(tmp_path, monkeypatch):
+    """A private cache, source folder and memo of loaded libraries."""
+    monkeypatch.setenv("DEEPINFER_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(build, "SOURCES", tmp_path / "csrc")
+    monkeypatch.setattr(build, "_loaded", {})
+    (tmp_path / "csrc").mkdir()
+    return tmp_path
+
+
+@needs_compiler
+def test_builds_once_and_reuses_the_cached_library(sandbox, monkeypatch):
+    (sandbox / "csrc" / "twice.c").write_text("int twice(int x) { return 2 * x; }\n")
+    lib = build.load_library("twice")
+    lib.twice.argtypes, lib.twice.restype = [ctypes.c_int], ctypes.c_int
+    assert lib.twice(21) == 42
+    built = list((sandbox / "cache" / "native").glob("twice-*.so"))
+    assert len(built) == 1
+    monkeypatch.setattr(build, "_loaded", {})
+    monkeypatch.setattr(build, "_compile", lambda *a: pytest.fail("recompiled an unchanged source"))
+    assert build.load_library("twice") is not None
+
+
+@needs_compiler
+def test_a_changed_source_builds_a_new_library(sandbox, monkeypatch):
+    source = sandbox / "csrc" / "k.c"
+    source.write_text("int k(void) { return 1; }\n")
+    assert build.load_library("k") is not None
+    source.write_text("int k(void) { return 2; }\n")
+    monkeypatch.setattr(build, "_loaded", {})
+    lib = build.load_library("k")
+    assert lib.k() == 2
+    assert len(list((sandbox / "cache" / "native").glob("k-*.so"))) == 2
+
+
+@needs_compiler
+def test_a_source_that_does_not_compile_gives_none_and_a_warning(sandbox, caplog):
+    (sandbox / "csrc" / "broken.c").write_text("int broken( { return; }\n")
+    with caplog.at_level(logging.WARNING, logger="deepinfer.native.build"):
+        assert build.load_library("broken") is None
+    assert "broken" in caplog.text
+    assert not list((sandbox / "cache" / "native").glob("*.so"))  # no half-written library left
+
+
+def test_disabled_by_environment(sandbox, monkeypatch):
+    (sandbox / "csrc" / "off.c").write_text("int off(void) { return 0; }\n")
+    monkeypatch.setenv("DEEPINFER_NATIVE", "0")
+    assert build.load_library("off") is None
+
+
+def test_no_compiler_gives_none(sandbox, monkeypatch):
+    (sandbox / "csrc" / "nocc.c").write_text("int nocc(void) { return 0; }\n")
+    monkeypatch.delenv("CC", raising=False)
+    monkeypatch.setattr(build.shutil, "which", lambda name: None)
+    assert build.load_library("nocc") is None
