@@ -26,6 +26,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from deepinfer.model.native_norm import rms_norm_f32
+
 
 class Weights(Protocol):
     """Where modules take their tensors from (implemented in weights.py)."""
@@ -105,8 +107,10 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     """x [..., D] normalized in float32, cast back, then scaled by weight [D]."""
     dtype = x.dtype
     if dtype == torch.float32 and weight.dtype == torch.float32 and weight.dim() == 1:
-        # One fused kernel instead of five passes; the same float32 arithmetic (bitwise equal here).
-        return F.rms_norm(x, weight.shape, weight, eps)
+        # One fused kernel instead of five passes: the native one-pass kernel where it builds
+        # (native_norm.py), else PyTorch's fused one (bitwise equal to the five passes here).
+        out = rms_norm_f32(x, weight, eps)
+        return out if out is not None else F.rms_norm(x, weight.shape, weight, eps)
     x32 = x.float()
     x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + eps)
     return weight * x32.to(dtype)

@@ -56,15 +56,16 @@ def test_kernel_matches_dense_causal_attention(heads, hkv, dk, dv, bs, dtype, wi
 
 
 @needs_kernel
-def test_rows_depend_only_on_their_own_sequence():
+@pytest.mark.parametrize("dim", [64, 24])                  # the AVX-512 and the portable path
+def test_rows_depend_only_on_their_own_sequence(dim):
     """A sequence's rows are bitwise the same alone or among others (fixed order per row)."""
     gen, bs = torch.Generator().manual_seed(3), 16
-    k_pool, v_pool = torch.randn(64 * bs, 3, 64, generator=gen), torch.randn(64 * bs, 3, 64, generator=gen)
+    k_pool, v_pool = torch.randn(64 * bs, 3, dim, generator=gen), torch.randn(64 * bs, 3, dim, generator=gen)
     needle = SeqSlice([5, 9, 2], 40, 3)
-    q = torch.randn(12, 9, 64, generator=gen)
-    alone = torch.zeros(12, 9, 64)
+    q = torch.randn(12, 9, dim, generator=gen)
+    alone = torch.zeros(12, 9, dim)
     NativeDecode([(needle, 4)], bs).attend(q, k_pool, v_pool, alone, scale=0.125, window=None)
-    crowd = torch.zeros(12, 9, 64)
+    crowd = torch.zeros(12, 9, dim)
     others = [(SeqSlice([7, 8], 20, 4), 0), (needle, 4), (SeqSlice([11, 12, 13], 35, 5), 7)]
     NativeDecode(others, bs).attend(q, k_pool, v_pool, crowd, scale=0.125, window=None)
     assert torch.equal(alone[4:7], crowd[4:7])

@@ -43,6 +43,20 @@ static inline float exp_nonpositive(float x) {
     return p * scale;
 }
 
+/* Dot product in a fixed order (16 partial sums, then the tail, then the partial sums in order):
+ * a compiler-vectorized reduction may peel leading elements to align its loads, so the same row
+ * would round differently at another address. */
+static inline float dot_fixed(const float *a, const float *b, int n) {
+    float part[16] = {0};
+    int d = 0;
+    for (; d + 16 <= n; d += 16)
+        for (int j = 0; j < 16; j++) part[j] += a[d + j] * b[d + j];
+    for (int j = 0; d < n; d++, j++) part[j] += a[d] * b[d];
+    float sum = 0.0f;
+    for (int j = 0; j < 16; j++) sum += part[j];
+    return sum;
+}
+
 static inline void load_row_f32(float *dst, const void *pool, int64_t index, int d) {
     memcpy(dst, (const float *)pool + index * d, (size_t)d * sizeof(float));
 }
@@ -88,11 +102,7 @@ static void attend_item(const float *q, const void *kpool, const void *vpool, fl
             const float *qi = q + ((first_row + r) * heads + (int64_t)h * group + g) * dk;
             float top = -INFINITY;
             for (int t = a; t < b; t++) {
-                const float *kt = ktile + t * dk;
-                float dot = 0.0f;
-#pragma omp simd reduction(+ : dot)
-                for (int d = 0; d < dk; d++) dot += qi[d] * kt[d];
-                s[t] = dot * scale;
+                s[t] = dot_fixed(qi, ktile + t * dk, dk) * scale;
                 top = s[t] > top ? s[t] : top;
             }
             float *ai = acc + (size_t)i * dv;
@@ -105,8 +115,7 @@ static void attend_item(const float *q, const void *kpool, const void *vpool, fl
             }
             const float mi = m[i];
             float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-            for (int t = a; t < b; t++) {
+            for (int t = a; t < b; t++) {  /* in key order: a fixed summation order */
                 s[t] = exp_nonpositive(s[t] - mi);
                 sum += s[t];
             }

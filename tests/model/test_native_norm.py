@@ -1,0 +1,41 @@
+"""The native float32 RMSNorm against PyTorch's, and its row independence."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from deepinfer.model.native_norm import _kernel, rms_norm_f32
+
+needs_kernel = pytest.mark.skipif(_kernel() is None, reason="the native RMSNorm kernel does not build here")
+
+
+@needs_kernel
+@pytest.mark.parametrize("shape", [(1, 576), (37, 576), (512, 576), (5, 9, 64), (3, 17)])
+def test_matches_pytorch(shape):
+    gen = torch.Generator().manual_seed(len(shape) + shape[-1])
+    x, w = torch.randn(*shape, generator=gen) * 3, torch.randn(shape[-1], generator=gen)
+    out = rms_norm_f32(x, w, 1e-5)
+    torch.testing.assert_close(out, F.rms_norm(x, (shape[-1],), w, 1e-5), rtol=1e-6, atol=1e-6)
+
+
+@needs_kernel
+def test_a_row_does_not_depend_on_the_others():
+    gen = torch.Generator().manual_seed(0)
+    x, w = torch.randn(300, 576, generator=gen), torch.randn(576, generator=gen)
+    assert torch.equal(rms_norm_f32(x, w, 1e-6)[123], rms_norm_f32(x[123:124].clone(), w, 1e-6)[0])
+
+
+@needs_kernel
+def test_strided_rows_give_the_same_bits_as_contiguous_ones():
+    """A split view (rows strided) and its single-row slices (contiguous) must round alike."""
+    gen = torch.Generator().manual_seed(1)
+    both, w = torch.randn(9, 40, generator=gen), torch.randn(32, generator=gen)
+    latent = both.split([32, 8], dim=-1)[0]                                   # [9, 32], row stride 40
+    batched = rms_norm_f32(latent, w, 1e-6)
+    for i in range(9):
+        assert torch.equal(batched[i], rms_norm_f32(latent[i:i + 1], w, 1e-6)[0])
+    torch.testing.assert_close(rms_norm_f32(latent.t().contiguous().t(), w, 1e-6), batched)  # column-major
+
+
+def test_autograd_falls_back():
+    assert rms_norm_f32(torch.randn(4, 8).requires_grad_(), torch.ones(8), 1e-6) is None
