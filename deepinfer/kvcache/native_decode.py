@@ -64,3 +64,30 @@ class NativeDecode:
             scale, KV_DTYPES[k_pool.dtype], torch.get_num_threads())
         if status != 0:
             raise MemoryError("native decode attention could not allocate its work buffers")
+
+
+class NativePlan:
+    """Every new token of the forward pass through the kernel: the batch-invariant mode's plan where
+    the kernel builds. A row's arithmetic depends only on its own sequence's keys and its position
+    (16-key chunks aligned to blocks, per-row online softmax in key order, lanes masked past the
+    row's position), not on how many tokens its sequence or the batch computes in this pass: a
+    prompt token gives the same bits prefilled at once, in chunks, from the prefix cache or decoded.
+    No padding to a fixed key count (`invariant.py`, the PyTorch plan, pads every row's keys to a
+    multiple of 512)."""
+
+    def __init__(self, seqs, block_size: int, num_tokens: int) -> None:
+        members, offset = [], 0
+        for s in seqs:
+            if s.num_new:
+                members.append((s, offset))
+            offset += s.num_new
+        self.num_tokens = num_tokens
+        self.kernel = NativeDecode(members, block_size)
+
+    def attend(self, q: torch.Tensor, k_pool: torch.Tensor, v_pool: torch.Tensor, *, scale: float,
+               window: int | None) -> torch.Tensor:
+        """q [T, H, Dk], pools [slots, Hkv, D] (already holding the new tokens) -> [T, H, Dv]."""
+        q32 = q.float().contiguous()
+        out = q32.new_empty(self.num_tokens, q.shape[1], v_pool.shape[2])
+        self.kernel.attend(q32, k_pool, v_pool, out, scale=scale, window=window)
+        return out.to(q.dtype)

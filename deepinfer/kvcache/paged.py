@@ -7,9 +7,11 @@ batch of sequences (block table, tokens already cached, new tokens each) and
 implements the model's `KVCache` protocol: it writes the new keys/values into
 their slots first, then attends each new token over its own sequence's paged KV.
 
-The attention arithmetic lives in two plans: `batched.py` (the default fast path: one fused call
-per group of sequences) and `invariant.py` (the batch-invariant mode: one fixed kernel shape per
-query row, whatever else is in the batch).
+The attention arithmetic lives in plans: `batched.py` (the default fast path: one fused call per
+group of sequences, decodes through the native kernel where it builds) and, for the batch-invariant
+mode, `native_decode.NativePlan` (every row through the native kernel, whose per-row arithmetic
+never depends on the batch) where the kernel builds, else `invariant.py` (one fixed PyTorch kernel
+shape per query row).
 """
 
 from __future__ import annotations
@@ -102,7 +104,8 @@ class PagedKVCache:
         self.num_tokens = sum(s.num_new for s in seqs)
         self.slot_mapping = _slot_mapping(seqs, bs)
         if invariant:
-            self.plan = InvariantPlan(seqs, bs, self.num_tokens)
+            native = native_decode.available(pool.k[0].dtype)
+            self.plan = (native_decode.NativePlan if native else InvariantPlan)(seqs, bs, self.num_tokens)
         else:
             native = any(0 < s.num_new <= SHORT_CHUNK for s in seqs) and native_decode.available(pool.k[0].dtype)
             self.plan = BatchedPlan(seqs, bs, self.num_tokens, native=native)

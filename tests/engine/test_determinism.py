@@ -9,6 +9,7 @@ import torch
 
 from deepinfer import SamplingParams
 from deepinfer.engine.invariance import batch_invariant
+from deepinfer.kvcache import native_decode
 from deepinfer.kvcache import BlockManager, BlockTable, KVPool, PagedKVCache, SeqSlice, probe_layer_shapes
 
 NEEDLE = "the needle in the haystack: tell me something about seeds and determinism"
@@ -31,8 +32,14 @@ def run_needle(llm, others: int, rng: random.Random, position: int | None = None
     return out.token_ids, [lp.logprob for lp in out.logprobs]
 
 
+@pytest.mark.parametrize("attention", ["native", "torch"])
 @pytest.mark.parametrize("family", ["llama", "qwen3", "deepseek", "mistral-sliding"])
-def test_needle_is_identical_alone_and_in_random_batches(make_llm, family):
+def test_needle_is_identical_alone_and_in_random_batches(make_llm, family, attention, monkeypatch):
+    """Both invariant attention plans: the native kernel's (where it builds) and PyTorch's."""
+    if attention == "torch":
+        monkeypatch.setenv("DEEPINFER_NATIVE", "0")
+    elif not native_decode.available(torch.float32):
+        pytest.skip("the native kernels do not build here")
     alone = run_needle(make_llm(family, enable_prefix_caching=False), 0, random.Random(0))
     rng = random.Random(1)
     for others, options in [(1, {}), (5, {"max_num_batched_tokens": 16}),          # chunked prefill

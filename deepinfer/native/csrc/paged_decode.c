@@ -84,7 +84,7 @@ static void attend_item(const float *q, const void *kpool, const void *vpool, fl
     const int64_t total = cached + n_new;
     int64_t start = window > 0 ? cached - window + 1 : 0;
     if (start < 0) start = 0;
-    for (int64_t j0 = start; j0 < total; j0 += TILE) {
+    for (int64_t j0 = start - start % TILE; j0 < total; j0 += TILE) {  /* tiles at fixed positions */
         const int tile = (int)(total - j0 < TILE ? total - j0 : TILE);
         for (int t = 0; t < tile; t++) {
             const int64_t j = j0 + t;
@@ -142,7 +142,7 @@ static void attend_item(const float *q, const void *kpool, const void *vpool, fl
 #ifdef __AVX512F__
 #include <immintrin.h>
 
-/* The AVX-512 path: keys in chunks of up to 16 slots of one block (contiguous in the pool). Each
+/* The AVX-512 path: keys in chunks of 16 positions (slots looked up per key, any block size). Each
  * chunk's keys are transposed once into [dk][16] so that a query's 16 scores are one vector: dk
  * FMAs with the query's elements broadcast, shared by 4 queries per pass; softmax runs 16 lanes
  * wide; values are summed into 4 queries' accumulators per pass, one 16-wide column at a time.
@@ -238,16 +238,22 @@ static inline __attribute__((always_inline)) void attend_item_avx512(
     int64_t start = window > 0 ? cached - window + 1 : 0;
     if (start < 0) start = 0;
     const int64_t kstride = (int64_t)hkv * dk, vstride = (int64_t)hkv * dv;
-    for (int64_t j0 = start - start % block_size; j0 < total;) {  /* chunks: 16-key offsets of a block */
-        const int64_t in_block = j0 % block_size;
-        int n = (int)(block_size - in_block < 16 ? block_size - in_block : 16);
-        if (total - j0 < n) n = (int)(total - j0);
-        const int64_t slot = blocks[j0 / block_size] * block_size + in_block;
-        const int64_t krow = slot * kstride + (int64_t)h * dk, vrow = slot * vstride + (int64_t)h * dv;
+    /* Chunks are the 16 positions [16c, 16c + 16): fixed whatever the block size, the window or how
+     * many tokens this pass computes, so a row's sequence of softmax updates never changes. */
+    for (int64_t j0 = start - start % 16; j0 < total; j0 += 16) {
+        const int n = (int)(total - j0 < 16 ? total - j0 : 16);
+        int64_t krow[16], vrow[16];
+        const int64_t first_slot = blocks[j0 / block_size] * block_size + j0 % block_size;
+        for (int t = 0; t < n; t++) {  /* a chunk lies in one block when blocks hold 16k slots */
+            const int64_t j = j0 + t;
+            const int64_t slot = block_size % 16 == 0 ? first_slot + t : blocks[j / block_size] * block_size + j % block_size;
+            krow[t] = slot * kstride + (int64_t)h * dk;
+            vrow[t] = slot * vstride + (int64_t)h * dv;
+        }
         for (int d0 = 0; d0 < dk; d0 += 16) {
             __m512 rows[16];
             for (int t = 0; t < 16; t++)
-                rows[t] = t < n ? load16(kpool, krow + t * kstride + d0, bf16) : _mm512_setzero_ps();
+                rows[t] = t < n ? load16(kpool, krow[t] + d0, bf16) : _mm512_setzero_ps();
             transpose16(rows);
             for (int e = 0; e < 16; e++) _mm512_storeu_ps(kt + (d0 + e) * 16, rows[e]);
         }
@@ -281,7 +287,7 @@ static inline __attribute__((always_inline)) void attend_item_avx512(
                 __m512 o0 = _mm512_loadu_ps(a0), o1 = _mm512_loadu_ps(a0 + dv);
                 __m512 o2 = _mm512_loadu_ps(a0 + 2 * dv), o3 = _mm512_loadu_ps(a0 + 3 * dv);
                 for (int t = 0; t < n; t++) {
-                    const __m512 vt = load16(vpool, vrow + t * vstride + d0, bf16);
+                    const __m512 vt = load16(vpool, vrow[t] + d0, bf16);
                     o0 = _mm512_fmadd_ps(_mm512_set1_ps(p0[t]), vt, o0);
                     o1 = _mm512_fmadd_ps(_mm512_set1_ps(p0[16 + t]), vt, o1);
                     o2 = _mm512_fmadd_ps(_mm512_set1_ps(p0[32 + t]), vt, o2);
@@ -293,7 +299,6 @@ static inline __attribute__((always_inline)) void attend_item_avx512(
                 _mm512_storeu_ps(a0 + 3 * dv, o3);
             }
         }
-        j0 += n;
     }
     for (int i = 0; i < nq; i++) {
         float *o = out + ((first_row + i / group) * heads + (int64_t)h * group + i % group) * dv;
