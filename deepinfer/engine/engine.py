@@ -12,48 +12,22 @@ from __future__ import annotations
 import itertools
 import time
 from concurrent.futures import Future, wait
-from dataclasses import dataclass, field
 
 import torch
 
 from deepinfer.engine.constraints import ConstraintService
-from deepinfer.engine.invariance import DEFAULT_TILE, batch_invariant
+from deepinfer.engine.config import EngineConfig
+from deepinfer.engine.invariance import batch_invariant
 from deepinfer.engine.jump_forward import ForcedText, jump_forward
 from deepinfer.engine.output import append_token, request_delta
 from deepinfer.engine.scheduler import ScheduledSeq, Scheduler, SchedulerConfig
 from deepinfer.engine.sequence import Sequence
-from deepinfer.engine.speculative import SpeculativeConfig, Speculator
+from deepinfer.engine.speculative import Speculator
 from deepinfer.engine.verify import rows_of, sample_rows
 from deepinfer.errors import UserError
 from deepinfer.kvcache import BlockManager, KVPool, PagedKVCache, SeqSlice, probe_layer_shapes
 from deepinfer.sampling import derive_seed
 from deepinfer.types import FinishReason, Request, RequestOutput, RequestStatus, SamplingParams, fresh_seed
-
-
-@dataclass
-class EngineConfig:
-    block_size: int = 16
-    kv_cache_bytes: int = 1 << 30        # KV pool size when num_kv_blocks is not given
-    num_kv_blocks: int | None = None
-    max_num_batched_tokens: int = 512
-    max_num_seqs: int = 64
-    chunked_prefill: bool = True
-    enable_prefix_caching: bool = True
-    # Fixed-shape row tiles for linears (invariance.py) and one fixed attention shape per query row
-    # (kvcache/invariant.py): same tokens whatever the batch. Off by default: measured 1.4x (bfloat16)
-    # to 2x (float32) the time of a 32-request extraction batch, about 3x for single-stream decode.
-    batch_invariant: bool = False
-    linear_tile: int = DEFAULT_TILE
-    max_model_len: int | None = None
-    # Append text the constraint forces without sampling it (engine/jump_forward.py); requests
-    # with logprobs never jump.
-    jump_forward: bool = True
-    # Speculative decoding (engine/speculative.py): n-gram drafts verified by sampling every drafted
-    # position as the plain path would; outputs are the plain path's (bit-identical with
-    # batch_invariant, otherwise up to rounding of differently batched logits). On by default:
-    # measured 5-7% less CPU on the 32-request extraction benchmark (1 thread), outputs identical.
-    speculative: bool = True
-    speculative_config: SpeculativeConfig = field(default_factory=SpeculativeConfig)
 
 
 class Engine:
