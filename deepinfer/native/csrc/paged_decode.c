@@ -321,6 +321,18 @@ static void attend_item_avx512_bf16(const float *q, const void *kpool, const voi
 }
 #endif
 
+/* 1 when attention with these head dims runs the vectorized path (AVX-512 compiled in, dims multiples
+ * of 16), 0 when it would take the portable path (correct, but slower than PyTorch's batched path). */
+int paged_decode_fast_path(int dk, int dv) {
+#ifdef __AVX512F__
+    return dk % 16 == 0 && dv % 16 == 0;
+#else
+    (void)dk;
+    (void)dv;
+    return 0;
+#endif
+}
+
 /* Returns 0, or -1 when a work buffer could not be allocated (out is then incomplete). */
 int paged_decode_attention(const float *q, const void *kpool, const void *vpool, float *out,
                            const int64_t *seqs, const int64_t *tables, int n_seqs, int heads, int hkv,
