@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from deepinfer.model.native_norm import rms_norm_f32
+from deepinfer.model.native_norm import rms_norm_f32, swiglu_f32
 
 
 class Weights(Protocol):
@@ -166,7 +166,12 @@ class SwiGLU(nn.Module):
         self.down.load(weights, prefix)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        gate, up = self.gate_up(x).split(self.intermediate, dim=-1)
+        gate_up = self.gate_up(x)
+        if gate_up.dtype == torch.float32 and gate_up.dim() == 2:
+            gated = swiglu_f32(gate_up, self.intermediate)  # one native pass where it builds
+            if gated is not None:
+                return self.down(gated)
+        gate, up = gate_up.split(self.intermediate, dim=-1)
         return self.down(F.silu(gate).mul_(up))  # silu's result is ours: multiply in place
 
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from deepinfer.model.native_norm import _kernel, rms_norm_f32
+from deepinfer.model.native_norm import _kernel, _swiglu_kernel, rms_norm_f32, swiglu_f32
 
 needs_kernel = pytest.mark.skipif(_kernel() is None, reason="the native RMSNorm kernel does not build here")
 
@@ -39,3 +39,25 @@ def test_strided_rows_give_the_same_bits_as_contiguous_ones():
 
 def test_autograd_falls_back():
     assert rms_norm_f32(torch.randn(4, 8).requires_grad_(), torch.ones(8), 1e-6) is None
+
+
+needs_swiglu = pytest.mark.skipif(_swiglu_kernel() is None, reason="the native SwiGLU kernel does not build here")
+
+
+@needs_swiglu
+@pytest.mark.parametrize("rows,width", [(1, 1536), (37, 1536), (5, 40), (3, 7)])
+def test_swiglu_matches_pytorch(rows, width):
+    gen = torch.Generator().manual_seed(rows * width)
+    gate_up = torch.randn(rows, 2 * width, generator=gen) * 6          # wide enough to reach exp's tails
+    gate_up[0, 0], gate_up[-1, width - 1] = -100.0, 100.0
+    ref = F.silu(gate_up[:, :width]) * gate_up[:, width:]
+    torch.testing.assert_close(swiglu_f32(gate_up, width), ref, rtol=2e-6, atol=1e-6)
+
+
+@needs_swiglu
+def test_swiglu_element_does_not_depend_on_the_tensor_size():
+    gen = torch.Generator().manual_seed(5)
+    gate_up = torch.randn(41, 2 * 23, generator=gen)
+    batched = swiglu_f32(gate_up, 23)
+    for i in (0, 17, 40):
+        assert torch.equal(batched[i], swiglu_f32(gate_up[i:i + 1], 23)[0])
