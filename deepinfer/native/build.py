@@ -2,7 +2,7 @@
 
 The library is built with `-O3 -march=native -fopenmp` (the OpenMP runtime is the one PyTorch
 already loaded, so kernels share its thread pool instead of starting a second one) into
-<cache>/native/<name>-<hash>.so, the hash covering the source, the flags, the compiler and the
+<cache>/native/<name>-<hash>.so, the hash covering the source and csrc/'s headers, the flags, the compiler and the
 CPU's feature flags, so a changed source or another machine builds anew. Built into a temporary
 file and renamed, so concurrent processes never load a half-written library.
 
@@ -55,7 +55,8 @@ def _build_and_load(name: str) -> ctypes.CDLL | None:
     if compiler is None:
         log.info("no C compiler found: %s runs on its PyTorch path", name)
         return None
-    source = (SOURCES / f"{name}.c").read_bytes()
+    # The headers of csrc/ are part of every library's source (shared helpers such as fast_exp.h).
+    source = b"".join(p.read_bytes() for p in [SOURCES / f"{name}.c", *sorted(SOURCES.glob("*.h"))])
     target = cache_dir() / "native" / f"{name}-{_fingerprint(source, compiler)}.so"
     try:
         if not target.exists():

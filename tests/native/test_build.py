@@ -47,6 +47,16 @@ def test_a_changed_source_builds_a_new_library(sandbox, monkeypatch):
 
 
 @needs_compiler
+def test_a_changed_header_builds_anew(sandbox, monkeypatch):
+    (sandbox / "csrc" / "value.h").write_text("#define VALUE 1\n")
+    (sandbox / "csrc" / "h.c").write_text('#include "value.h"\nint h(void) { return VALUE; }\n')
+    assert build.load_library("h").h() == 1
+    (sandbox / "csrc" / "value.h").write_text("#define VALUE 2\n")
+    monkeypatch.setattr(build, "_loaded", {})
+    assert build.load_library("h").h() == 2
+
+
+@needs_compiler
 def test_a_source_that_does_not_compile_gives_none_and_a_warning(sandbox, caplog):
     (sandbox / "csrc" / "broken.c").write_text("int broken( { return; }\n")
     with caplog.at_level(logging.WARNING, logger="deepinfer.native.build"):
