@@ -55,10 +55,15 @@ class NativeDecode:
         self.block_size = block_size
         rows, tables = [], []
         for s, offset in members:
+            used = -(-s.total // block_size)
+            if len(s.block_ids) < used or s.num_new < 1:  # C reads every listed block: never past the table
+                raise ValueError(f"sequence of {s.total} tokens with {len(s.block_ids)} blocks of {block_size}")
             rows.append((offset, s.num_new, s.num_cached, len(tables)))
-            tables.extend(s.block_ids[:-(-s.total // block_size)])
+            tables.extend(s.block_ids[:used])
         self.seqs = torch.tensor(rows, dtype=torch.int64)          # [S, 4]
         self.tables = torch.tensor(tables, dtype=torch.int64)      # [sum of blocks]
+        self.rows_needed = max((o + s.num_new for s, o in members), default=0)
+        self.max_block = int(self.tables.max()) if self.tables.numel() else -1
         self.lib = kernel()
 
     def attend(self, q: torch.Tensor, k_pool: torch.Tensor, v_pool: torch.Tensor, out: torch.Tensor, *,
@@ -67,8 +72,13 @@ class NativeDecode:
         heads, dk = q.shape[1], q.shape[2]
         hkv, dv = v_pool.shape[1], v_pool.shape[2]
         if not (q.dtype == out.dtype == torch.float32 and q.is_contiguous() and out.is_contiguous()
-                and k_pool.is_contiguous() and v_pool.is_contiguous()):
+                and k_pool.is_contiguous() and v_pool.is_contiguous() and k_pool.dtype == v_pool.dtype):
             raise ValueError("native decode attention needs contiguous float32 q/out and contiguous pools")
+        # The C side trusts these bounds (an out-of-range read would crash the process, not raise).
+        if (q.shape[0] < self.rows_needed or out.shape[0] < self.rows_needed or out.shape[1] != heads
+                or k_pool.shape[:2] != v_pool.shape[:2] or heads % hkv
+                or (self.max_block + 1) * self.block_size > k_pool.shape[0]):
+            raise ValueError("native decode attention: rows, heads or block ids out of range of the tensors")
         status = self.lib.paged_decode_attention(
             q.data_ptr(), k_pool.data_ptr(), v_pool.data_ptr(), out.data_ptr(), self.seqs.data_ptr(),
             self.tables.data_ptr(), self.seqs.shape[0], heads, hkv, dk, dv, self.block_size, window or 0,

@@ -46,6 +46,8 @@ def swiglu_f32(gate_up: torch.Tensor, width: int) -> torch.Tensor | None:
     """gate_up [T, 2 * width] float32 (gate columns first) -> silu(gate) * up [T, width], or None."""
     if gate_up.device.type != "cpu" or gate_up.requires_grad or gate_up.dim() != 2 or gate_up.stride(1) != 1:
         return None
+    if gate_up.shape[1] != 2 * width:  # the kernel reads 2 * width floats a row
+        raise ValueError(f"gate/up rows of {gate_up.shape[1]} values for a width of {width}")
     lib = _swiglu_kernel()
     if lib is None:
         return None
@@ -64,6 +66,8 @@ def rms_norm_f32(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Ten
     if lib is None:
         return None
     dim = weight.shape[0]
+    if weight.dim() != 1 or x.shape[-1] != dim:  # the kernel reads dim floats a row
+        raise ValueError(f"RMSNorm weight of shape {tuple(weight.shape)} for rows of {x.shape[-1]} values")
     if not (x.dim() == 2 and x.stride(1) == 1):
         x = x.contiguous()                                   # rows of a 2-D view are read in place
     row_stride = x.stride(0) if x.dim() == 2 else dim

@@ -75,3 +75,15 @@ def test_kernel_builds_where_a_c_compiler_is_present():
     if not (shutil.which("cc") or shutil.which("gcc")):
         pytest.skip("no C compiler")
     assert kernel() is not None
+
+
+@needs_kernel
+def test_out_of_range_arguments_raise_instead_of_reading_past_the_tensors():
+    pool = torch.zeros(4 * 16, 3, 64)                             # 4 blocks of 16
+    q, out = torch.zeros(4, 9, 64), torch.zeros(4, 9, 64)
+    with pytest.raises(ValueError):                               # block 7 is past the pool
+        NativeDecode([(SeqSlice([7], 3, 1), 0)], 16).attend(q, pool, pool, out, scale=1.0, window=None)
+    with pytest.raises(ValueError):                               # 40 tokens need 3 blocks, not 1
+        NativeDecode([(SeqSlice([1], 39, 1), 0)], 16)
+    with pytest.raises(ValueError):                               # rows past q
+        NativeDecode([(SeqSlice([1], 3, 2), 3)], 16).attend(q, pool, pool, out, scale=1.0, window=None)

@@ -37,6 +37,12 @@ def test_strided_rows_give_the_same_bits_as_contiguous_ones():
     torch.testing.assert_close(rms_norm_f32(latent.t().contiguous().t(), w, 1e-6), batched)  # column-major
 
 
+@needs_kernel
+def test_mismatched_shapes_raise_instead_of_reading_past_the_rows():
+    with pytest.raises(ValueError):
+        rms_norm_f32(torch.randn(3, 8), torch.ones(16), 1e-6)
+
+
 def test_autograd_falls_back():
     assert rms_norm_f32(torch.randn(4, 8).requires_grad_(), torch.ones(8), 1e-6) is None
 
@@ -61,3 +67,9 @@ def test_swiglu_element_does_not_depend_on_the_tensor_size():
     batched = swiglu_f32(gate_up, 23)
     for i in (0, 17, 40):
         assert torch.equal(batched[i], swiglu_f32(gate_up[i:i + 1], 23)[0])
+
+
+@needs_swiglu
+def test_swiglu_mismatched_width_raises():
+    with pytest.raises(ValueError):
+        swiglu_f32(torch.randn(3, 10), 8)
