@@ -5,13 +5,14 @@ Sequences are split into decodes (at most `SHORT_CHUNK` new tokens each: one sam
 the tokens a constraint forced (engine/jump_forward.py) or a draft to verify) and the rest
 (prefill chunks). Decodes attend through the native kernel where it builds with AVX-512
 (`native_decode.py`: KV read in place, rows written in token order), else in `decode.py` (bucketed
-by new tokens, no padded query rows; a shared prefix read once, `cascade.py`). Each prefill chunk gathers its KV blocks once per layer
-and runs one `F.scaled_dot_product_attention` with an additive mask (built once per step and
-sliding window) for causality and windows. Masks and block tables are built once per step; per
-layer, Python loops only over the (few) prefill chunks.
+by new tokens, no padded query rows; a shared prefix read once, `cascade.py`). Each prefill
+chunk gathers its KV blocks once per layer and runs one `F.scaled_dot_product_attention` with an
+additive mask (built once per step and sliding window) for causality and windows. Masks and block
+tables are built once per step; per layer, Python loops only over the (few) prefill chunks.
 
-Results are not batch invariant (the fused kernel's blocking depends on the padded shapes):
-the invariant mode uses `kvcache/invariant.py`. Knows nothing about requests or scheduling.
+Results are not batch invariant (the fused kernel's blocking depends on the padded shapes): the
+invariant mode uses `native_decode.NativePlan` or `invariant.py`. Knows nothing about requests or
+scheduling.
 """
 
 from __future__ import annotations
