@@ -22,16 +22,15 @@ from deepinfer.native import load_library
 KV_DTYPES = {torch.float32: 0, torch.bfloat16: 1}
 
 
+_P, _INT = ctypes.c_void_p, ctypes.c_int
+_SIGNATURES = {
+    "paged_decode_attention": ([_P] * 6 + [_INT] * 7 + [ctypes.c_float, _INT, _INT], _INT),
+    "paged_decode_fast_path": ([_INT, _INT], _INT),
+}
+
+
 def kernel() -> ctypes.CDLL | None:
-    lib = load_library("paged_decode")
-    if lib is not None and not getattr(lib, "_deepinfer_typed", False):
-        p, i = ctypes.c_void_p, ctypes.c_int
-        lib.paged_decode_attention.argtypes = [p, p, p, p, p, p, i, i, i, i, i, i, i, ctypes.c_float, i, i]
-        lib.paged_decode_attention.restype = i
-        lib.paged_decode_fast_path.argtypes = [i, i]
-        lib.paged_decode_fast_path.restype = i
-        lib._deepinfer_typed = True
-    return lib
+    return load_library("paged_decode", _SIGNATURES)
 
 
 def available(kv_dtype: torch.dtype) -> bool:
@@ -48,7 +47,8 @@ def fast(kv_dtype: torch.dtype, dk: int, dv: int) -> bool:
 
 
 class NativeDecode:
-    """The decode sequences of one forward pass, as the kernel's argument arrays."""
+    """The sequences one forward pass sends through the kernel (its decodes, or in the invariant
+    mode all of them), as the kernel's argument arrays."""
 
     def __init__(self, members, block_size: int) -> None:
         """members: (SeqSlice, offset of its first new token in the packed batch) pairs."""

@@ -103,12 +103,11 @@ class PagedKVCache:
         bs = pool.block_size
         self.num_tokens = sum(s.num_new for s in seqs)
         self.slot_mapping = _slot_mapping(seqs, bs)
+        native = native_decode.fast(pool.k[0].dtype, pool.k[0].shape[2], pool.v[0].shape[2])
         if invariant:
-            native = native_decode.fast(pool.k[0].dtype, pool.k[0].shape[2], pool.v[0].shape[2])
             self.plan = (native_decode.NativePlan if native else InvariantPlan)(seqs, bs, self.num_tokens)
         else:
-            native = (any(0 < s.num_new <= SHORT_CHUNK for s in seqs)
-                      and native_decode.fast(pool.k[0].dtype, pool.k[0].shape[2], pool.v[0].shape[2]))
+            native = native and any(0 < s.num_new <= SHORT_CHUNK for s in seqs)
             self.plan = BatchedPlan(seqs, bs, self.num_tokens, native=native)
 
     def attend(self, layer, q, k, v, *, scale, sliding_window=None):

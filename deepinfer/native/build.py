@@ -38,13 +38,19 @@ def enabled() -> bool:
     return os.environ.get("DEEPINFER_NATIVE", "1").strip().lower() not in ("0", "off", "false", "no")
 
 
-def load_library(name: str) -> ctypes.CDLL | None:
-    """The compiled `csrc/<name>.c`, or None when it cannot be built here (or is disabled)."""
+def load_library(name: str, signatures: dict[str, tuple[list, object]] | None = None) -> ctypes.CDLL | None:
+    """The compiled `csrc/<name>.c`, or None when it cannot be built here (or is disabled).
+
+    signatures: function name -> (argtypes, restype), set once when the library is first loaded."""
     if not enabled():
         return None
     with _lock:
         if name not in _loaded:
-            _loaded[name] = _build_and_load(name)
+            lib = _build_and_load(name)
+            if lib is not None:
+                for function, (argtypes, restype) in (signatures or {}).items():
+                    getattr(lib, function).argtypes, getattr(lib, function).restype = argtypes, restype
+            _loaded[name] = lib
         return _loaded[name]
 
 

@@ -23,10 +23,9 @@ def sandbox(tmp_path, monkeypatch):
 
 @needs_compiler
 def test_builds_once_and_reuses_the_cached_library(sandbox, monkeypatch):
-    (sandbox / "csrc" / "twice.c").write_text("int twice(int x) { return 2 * x; }\n")
-    lib = build.load_library("twice")
-    lib.twice.argtypes, lib.twice.restype = [ctypes.c_int], ctypes.c_int
-    assert lib.twice(21) == 42
+    (sandbox / "csrc" / "twice.c").write_text("float twice(float x) { return 2 * x; }\n")
+    lib = build.load_library("twice", {"twice": ([ctypes.c_float], ctypes.c_float)})
+    assert lib.twice(21.5) == 43.0                                 # the signature was applied
     built = list((sandbox / "cache" / "native").glob("twice-*.so"))
     assert len(built) == 1
     monkeypatch.setattr(build, "_loaded", {})
