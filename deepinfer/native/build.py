@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 
 SOURCES = Path(__file__).resolve().parent / "csrc"
 FLAGS = ["-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c11"]
+SERIAL_FLAGS = [f for f in FLAGS if f != "-fopenmp"]  # kernels with no threads (and no torch)
 
 _loaded: dict[str, ctypes.CDLL | None] = {}
 _lock = threading.Lock()
@@ -38,15 +39,18 @@ def enabled() -> bool:
     return os.environ.get("DEEPINFER_NATIVE", "1").strip().lower() not in ("0", "off", "false", "no")
 
 
-def load_library(name: str, signatures: dict[str, tuple[list, object]] | None = None) -> ctypes.CDLL | None:
+def load_library(name: str, signatures: dict[str, tuple[list, object]] | None = None,
+                 openmp: bool = True) -> ctypes.CDLL | None:
     """The compiled `csrc/<name>.c`, or None when it cannot be built here (or is disabled).
 
-    signatures: function name -> (argtypes, restype), set once when the library is first loaded."""
+    signatures: function name -> (argtypes, restype), set once when the library is first loaded.
+    openmp=False builds without OpenMP and without importing PyTorch (the constraint compiler's
+    kernels: single-threaded, and that package never needs torch)."""
     if not enabled():
         return None
     with _lock:
         if name not in _loaded:
-            lib = _build_and_load(name)
+            lib = _build_and_load(name, FLAGS if openmp else SERIAL_FLAGS)
             if lib is not None:
                 for function, (argtypes, restype) in (signatures or {}).items():
                     getattr(lib, function).argtypes, getattr(lib, function).restype = argtypes, restype
@@ -54,8 +58,9 @@ def load_library(name: str, signatures: dict[str, tuple[list, object]] | None = 
         return _loaded[name]
 
 
-def _build_and_load(name: str) -> ctypes.CDLL | None:
-    import torch  # noqa: F401  (loads PyTorch's OpenMP runtime first, so the library binds to it)
+def _build_and_load(name: str, flags: list[str]) -> ctypes.CDLL | None:
+    if "-fopenmp" in flags:
+        import torch  # noqa: F401  (loads PyTorch's OpenMP runtime first, so the library binds to it)
 
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
@@ -63,19 +68,19 @@ def _build_and_load(name: str) -> ctypes.CDLL | None:
         return None
     # The headers of csrc/ are part of every library's source (shared helpers such as fast_exp.h).
     source = b"".join(p.read_bytes() for p in [SOURCES / f"{name}.c", *sorted(SOURCES.glob("*.h"))])
-    target = cache_dir() / "native" / f"{name}-{_fingerprint(source, compiler)}.so"
+    target = cache_dir() / "native" / f"{name}-{_fingerprint(source, compiler, flags)}.so"
     try:
         if not target.exists():
-            _compile(compiler, SOURCES / f"{name}.c", target)
+            _compile(compiler, SOURCES / f"{name}.c", target, flags)
         return ctypes.CDLL(str(target))
     except (OSError, subprocess.SubprocessError) as exc:
         log.warning("could not build the native kernel %s (%s): using its PyTorch path", name, exc)
         return None
 
 
-def _fingerprint(source: bytes, compiler: str) -> str:
+def _fingerprint(source: bytes, compiler: str, flags: list[str]) -> str:
     digest = hashlib.sha256(source)
-    digest.update(" ".join(FLAGS).encode())
+    digest.update(" ".join(flags).encode())
     digest.update(_compiler_version(compiler).encode())
     digest.update(platform.machine().encode())
     digest.update(_cpu_flags().encode())
@@ -100,12 +105,12 @@ def _cpu_flags() -> str:
     return platform.processor()
 
 
-def _compile(compiler: str, source: Path, target: Path) -> None:
+def _compile(compiler: str, source: Path, target: Path, flags: list[str]) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
     os.close(fd)
     try:
-        result = subprocess.run([compiler, *FLAGS, "-o", tmp, str(source), "-lm"], capture_output=True,
+        result = subprocess.run([compiler, *flags, "-o", tmp, str(source), "-lm"], capture_output=True,
                                 text=True, timeout=300)
         if result.returncode != 0:
             raise subprocess.SubprocessError(result.stderr.strip()[-2000:] or f"exit status {result.returncode}")

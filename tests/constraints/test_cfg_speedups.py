@@ -1,7 +1,8 @@
 """The context-free back end's speed-ups change no mask: shared tails and chain
 shortcuts in root scans (vs a plain walk), lazy lexeme DFAs (vs eager ones), and
 the lexeme cache across grammars. On the real DeepSeek-V4 vocabulary, where the
-tail thresholds are reached."""
+tail thresholds are reached. These are the numpy walks (no compiled kernel), so the
+compiled trie walks are switched off here; test_native_walks.py compares the two."""
 
 from __future__ import annotations
 
@@ -17,6 +18,13 @@ from deepinfer.constraints.cfg.scan import ROOT, ScanCache
 from deepinfer.constraints.dfa import Limits, determinize
 from deepinfer.constraints.frontends.regex import parse_regex
 from deepinfer.constraints.nfa import build_nfa
+
+@pytest.fixture(autouse=True)
+def numpy_walks(monkeypatch):
+    from deepinfer.constraints.cfg import scan
+
+    monkeypatch.setattr(scan.TokenTrie, "of", staticmethod(lambda scans: None))
+
 
 # string-like lexemes: a key trie that is "any string but these names" (tails),
 # bounded strings (uniform counting chains), and a lexeme with inner boundaries

@@ -75,3 +75,24 @@ def test_no_compiler_gives_none(sandbox, monkeypatch):
     monkeypatch.delenv("CC", raising=False)
     monkeypatch.setattr(build.shutil, "which", lambda name: None)
     assert build.load_library("nocc") is None
+
+
+@needs_compiler
+def test_serial_kernels_build_without_openmp_or_torch(sandbox, monkeypatch):
+    """openmp=False (the constraint compiler's kernels): no -fopenmp, and PyTorch is not imported."""
+    import builtins
+
+    (sandbox / "csrc" / "serial.c").write_text(
+        "int serial(void) {\n#ifdef _OPENMP\n return 1;\n#else\n return 0;\n#endif\n}\n")
+    real_import = builtins.__import__
+
+    def no_torch(name, *args, **kwargs):
+        if name == "torch":
+            raise AssertionError("imported torch for a serial kernel")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_torch)
+    assert build.load_library("serial", openmp=False).serial() == 0
+    monkeypatch.setattr(builtins, "__import__", real_import)
+    monkeypatch.setattr(build, "_loaded", {})
+    assert build.load_library("serial").serial() == 1        # the default keeps OpenMP

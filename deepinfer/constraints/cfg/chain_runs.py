@@ -38,7 +38,7 @@ def chain_split(scans, trans, accepting, state: int, follow, live: np.ndarray, m
     when `state` is not on a uniform chain with non-accepting intermediate states,
     or when `max_rest` or more tokens would be left to walk.
     `live`: bool [256 * 257] prefix keys that can be read from `state` (scan._live_keys)."""
-    if not _may_chain(trans, accepting, state):
+    if not may_chain(trans, accepting, state):
         return None
     key = (trans.ctypes.data, trans.shape[0])
     hit = scans.char_loops.get(key)
@@ -66,7 +66,7 @@ def chain_split(scans, trans, accepting, state: int, follow, live: np.ndarray, m
     return _short_row(scans, cover, inter[1], limit), rest
 
 
-def _may_chain(trans, accepting, state: int) -> bool:
+def may_chain(trans, accepting, state: int) -> bool:
     """Cheap test on ASCII bytes before the per-DFA character tables: the state's
     most common successor t is not accepting and t steps to its own most common
     successor on the same ASCII bytes (a chain of one character set), and that

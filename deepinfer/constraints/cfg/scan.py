@@ -15,7 +15,10 @@ property name, else by the DFA's digest and the state). One numpy step per byte
 position, never a Python loop over tokens. A root run picks the cheapest
 exact strategy: a forced literal by binary search (literal_runs.py), a
 counting chain from a cached row (chain_runs.py), a loop shortcut, or shared
-tails (tails.py); the byte walks themselves live in scan_walks.py. Owns the
+tails (tails.py); the byte walks themselves live in scan_walks.py. Where the
+compiled kernel builds (native_walks.py), a key-trie node and a counting chain
+keep their cached parts and every walk is one compiled walk of the token trie
+instead (tails, prefix keys and the numpy walks are the fallback). Owns the
 scopes, the run cache and keys, and the choice of strategy. Knows nothing
 about parsing.
 """
@@ -28,11 +31,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..masks import _ranges, pack_mask  # noqa: F401  (_ranges: tests read scan._ranges)
-from .chain_runs import chain_split
+from .chain_runs import chain_split, may_chain
 from .literal_runs import literal_prefix, literal_walk
 from .tails import SPLIT_MIN, root_walk
 from ..vocab import Vocabulary
 from .few_walks import FEW_TOKENS, walk_scope
+from .native_walks import TokenTrie
 from .ref_runs import reference_pairs, reference_part, reference_state
 from .scan_tables import (SIG_LEVELS, ascii_signatures, compact_rows, small_sub_dfa_key,  # noqa: F401
                           sub_dfa_digest)
@@ -190,7 +194,72 @@ class ScanCache:
                                                                             mat.shape[1])
         if literal is not None:  # a forced literal first (literal_runs.py)
             literal_walk(self, trans, accepting, follow, literal[0], literal[1], inside, hit_idx, hit_off)
-        elif scope_id == ROOT and (ref := reference_state(trans, state)) is not None:
+        elif (trie := TokenTrie.of(self)) is not None:  # compiled walks (native_walks.py)
+            base_row = self._compute_native(trie, trans, accepting, state, scope_id, follow, tail_key,
+                                            inside, hit_idx, hit_off)
+        else:
+            base_row = self._compute_numpy(trans, accepting, state, scope_id, follow, tail_key,
+                                           inside, hit_idx, hit_off)
+        child = None
+        if hit_idx and sum(len(h) for h in hit_idx):
+            child = len(self.scopes)
+            self.scopes.append(Scope(np.concatenate(hit_idx), np.concatenate(hit_off)))
+            self.entries += len(self.scopes[-1].positions)
+        count = sum(len(p) for p in inside)
+        if scope_id == ROOT and (base_row is not None or count > SMALL_ROOT):
+            if count * SPARSE_PACK < len(vocab.sorted_ids):  # a few tokens on top of a cached row
+                row = pack_mask(vocab.sorted_ids.take(np.concatenate(inside)) if inside else _NO_IDS,
+                                vocab)
+            else:
+                row = self._pack_positions(inside)
+            if base_row is not None:
+                row |= base_row
+            row.flags.writeable = False
+            return Run(row, np.zeros(0, np.int32), child)
+        ids = vocab.sorted_ids[np.concatenate(inside)] if inside else np.zeros(0, np.int32)
+        return Run(None, ids.astype(np.int32), child)
+
+    def _compute_native(self, trie, trans, accepting, state, scope_id, follow, tail_key, inside, hit_idx,
+                        hit_off):
+        """The walks of a run through the token trie (native_walks.py): a key-trie node still
+        takes its loop state's cached run for the shared first bytes, a counting chain its
+        cached row; everything else is one compiled walk. Returns the base row or None."""
+        base_row, found = None, None
+        if scope_id != ROOT:
+            scope = self.scopes[scope_id]
+            found = trie.walk_entries(trans, accepting, follow, state, scope.positions, scope.offsets)
+        elif (ref := reference_state(trans, state)) is not None:
+            g, same = ref
+            base_row = reference_part(self, self.run(tail_key[0], trans, accepting, g, ROOT, tail_key[1]),
+                                      same, trans[g] >= 0, hit_idx, hit_off)
+            found = trie.walk(trans, accepting, follow, state, (trans[state] >= 0) & ~same)
+        else:
+            split = None
+            if may_chain(trans, accepting, state):
+                live = live_keys(trans, accepting, state, follow)
+                split = None if live is None else chain_split(self, trans, accepting, state, follow, live,
+                                                              SPLIT_MIN)
+            if split is not None:
+                base_row = split[0]
+                found = trie.walk_entries(trans, accepting, follow, state, split[1], np.zeros_like(split[1]))
+            else:
+                found = trie.walk(trans, accepting, follow, state, trans[state] >= 0,
+                                  self._loops(trans.reshape(-1, 256), accepting, follow))
+        if found[0].size:
+            inside.append(found[0])
+        if found[1].size:
+            hit_idx.append(found[1])
+            hit_off.append(found[2])
+        return base_row
+
+    def _compute_numpy(self, trans, accepting, state, scope_id, follow, tail_key, inside, hit_idx,
+                       hit_off):
+        """The vectorized numpy walks (no compiled kernel here). Returns the base row or None."""
+        vocab = self.vocab
+        scope = self.scopes[scope_id]
+        mat, lengths, flat = vocab.sorted_bytes, vocab.sorted_lengths, trans.reshape(-1)
+        base_row = None
+        if scope_id == ROOT and (ref := reference_state(trans, state)) is not None:
             # a key-trie node: its loop state's cached run, then the few other first bytes
             g, same = ref
             base_row = reference_part(self, self.run(tail_key[0], trans, accepting, g, ROOT, tail_key[1]),
@@ -233,24 +302,7 @@ class ScanCache:
                 cur = np.full(idx.shape, state, dtype=np.int64)
                 self._walk_offsets(flat, accepting, follow, idx, off, cur, lengths[idx], inside,
                                    hit_idx, hit_off)
-        child = None
-        if hit_idx and sum(len(h) for h in hit_idx):
-            child = len(self.scopes)
-            self.scopes.append(Scope(np.concatenate(hit_idx), np.concatenate(hit_off)))
-            self.entries += len(self.scopes[-1].positions)
-        count = sum(len(p) for p in inside)
-        if scope_id == ROOT and (base_row is not None or count > SMALL_ROOT):
-            if count * SPARSE_PACK < len(vocab.sorted_ids):  # a few tokens on top of a cached row
-                row = pack_mask(vocab.sorted_ids.take(np.concatenate(inside)) if inside else _NO_IDS,
-                                vocab)
-            else:
-                row = self._pack_positions(inside)
-            if base_row is not None:
-                row |= base_row
-            row.flags.writeable = False
-            return Run(row, np.zeros(0, np.int32), child)
-        ids = vocab.sorted_ids[np.concatenate(inside)] if inside else np.zeros(0, np.int32)
-        return Run(None, ids.astype(np.int32), child)
+        return base_row
 
     def _pack_positions(self, pieces: list[np.ndarray]) -> np.ndarray:
         """int32 [words] packed row of the tokens at these sorted positions: a bool per
