@@ -121,23 +121,46 @@ def chain(loops: "Loops | LazySteps", state: int):
     in inter[k], a token ends in ends[k]; follows each state's most common step."""
     hit = loops.chains.get(state)
     if hit is None:
-        inter, ends = [np.zeros(3, dtype=np.uint64)], [state]
-        acc = np.full(3, ~np.uint64(0), dtype=np.uint64)
-        cur = state
+        inter, ends = [0], [state]  # inter[0]: no character read yet
+        acc, cur = _ALL, state
         for _ in range(MAX_CHAIN):
-            row = loops.steps[cur]
-            live = row[row >= 0]
-            if not live.size:
+            step = _step(loops, cur)
+            if step is None:
                 break
-            nxt = int(np.bincount(live).argmax())
-            acc = acc & bucket_bits(row == nxt)
-            if not acc.any():
+            nxt, bits = step
+            acc = acc & bits
+            if not acc:
                 break
             inter.append(acc)
             ends.append(nxt)
             cur = nxt
-        hit = loops.chains[state] = (np.array(inter), np.array(ends, dtype=np.int32)) if len(ends) > 2 else False
+        hit = loops.chains[state] = (_words(inter), np.array(ends, dtype=np.int32)) if len(ends) > 2 else False
     return hit or None
+
+
+_ALL = (1 << 192) - 1  # every bucket, as one Python int (3 words: chain() ANDs ints, not arrays)
+
+
+def _step(loops, cur: int):
+    """(most common successor, its buckets as an int) of state `cur`, or None; cached per
+    state, so the chains of a string's successive states (each one shorter) step once each."""
+    got = loops.chains.get(("step", cur))
+    if got is None:
+        row = loops.steps[cur]
+        live = row[row >= 0]
+        if not live.size:
+            got = loops.chains[("step", cur)] = False
+        else:
+            nxt = int(np.bincount(live).argmax())
+            words = bucket_bits(row == nxt).tolist()
+            got = loops.chains[("step", cur)] = (nxt, words[0] | words[1] << 64 | words[2] << 128)
+    return got or None
+
+
+def _words(sets: list[int]) -> np.ndarray:
+    """uint64 [k, 3] from bucket sets held as ints."""
+    mask = (1 << 64) - 1
+    return np.array([[v & mask, v >> 64 & mask, v >> 128] for v in sets], dtype=np.uint64)
 
 
 @dataclass

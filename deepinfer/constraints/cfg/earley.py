@@ -25,6 +25,9 @@ class ItemSet:
     lexemes: tuple[int, ...] = ()    # lexeme symbols expected next
     # (lexeme, origin) -> (next ItemSet, threads); ("ids", scan generation, scope) -> token ids
     memo: dict = field(default_factory=dict)
+    # This set's own predictions: dotted ids (origin: this set) by next symbol. Shared between
+    # sets that predict the same nonterminals (Parser.predictions), never written to.
+    predicted: dict[int, tuple[int, ...]] = field(default_factory=dict)
 
 
 class Chart:
@@ -88,6 +91,7 @@ class Parser:
                 if i == len(rhs) or rhs[i] < 0 or not self.nullable[rhs[i]]:
                     break
         self.own = own
+        self._predicted: dict[frozenset, tuple[dict, tuple]] = {}
         self.reach: list[tuple[int, ...]] = []
         for x in range(num_nt):
             seen, todo = [x], [x]
@@ -106,26 +110,40 @@ class Parser:
         return out
 
     def initial_chart(self) -> Chart:
-        waiting: dict[int, list[int]] = {}
-        self._predict(START, 0, waiting, set())
-        lexemes = tuple(s for s in waiting if s < 0)
-        return Chart([ItemSet(waiting, self.nullable[START], lexemes)], 1)
+        predicted, lexemes = self.predictions(frozenset([START]))
+        return Chart([ItemSet({}, self.nullable[START], lexemes, predicted=predicted)], 1)
 
-    def _predict(self, x: int, k: int, waiting: dict, predicted: set) -> None:
-        own, origin = self.own, k << self.shift
-        for y in self.reach[x]:
-            if y not in predicted:
-                predicted.add(y)
-                for sym, d in own[y]:
-                    lst = waiting.get(sym)
-                    if lst is None:
-                        waiting[sym] = [d | origin]
-                    else:
-                        lst.append(d | origin)
+    def predictions(self, xs: frozenset) -> tuple[dict[int, tuple[int, ...]], tuple[int, ...]]:
+        """(dotted ids by next symbol, lexeme symbols among those) of the items a set adds
+        by predicting the nonterminals `xs` (and all they reach). Cached: the same for
+        every set that predicts them, whatever its index. Why: a big schema predicts
+        hundreds of items at each property, and copying them into each set (with its
+        origin) was most of the parser's time."""
+        got = self._predicted.get(xs)
+        if got is None:
+            grouped: dict[int, list[int]] = {}
+            seen: set[int] = set()
+            for x in sorted(xs):
+                for y in self.reach[x]:
+                    if y not in seen:
+                        seen.add(y)
+                        for sym, d in self.own[y]:
+                            grouped.setdefault(sym, []).append(d)
+            got = self._predicted[xs] = ({sym: tuple(ds) for sym, ds in grouped.items()},
+                                         tuple(sym for sym in grouped if sym < 0))
+        return got
+
+    def waiting_for(self, item_set: ItemSet, origin: int, symbol: int) -> list[int]:
+        """Items of set `origin` (item_set) whose next symbol is `symbol`."""
+        own = item_set.predicted.get(symbol)
+        if not own:
+            return item_set.waiting.get(symbol, [])
+        at = origin << self.shift
+        return item_set.waiting.get(symbol, []) + [d | at for d in own]
 
     def scanned(self, chart: Chart, lexeme_symbol: int, origin: int) -> list[int]:
         """Seeds for the next set: items at `origin` waiting for the lexeme, advanced."""
-        return [item + 1 for item in chart[origin].waiting.get(lexeme_symbol, ())]
+        return [item + 1 for item in self.waiting_for(chart[origin], origin, lexeme_symbol)]
 
     def advance(self, chart: Chart, seeds: list[int]) -> Chart:
         return chart.append(self.build(chart, len(chart), seeds))
@@ -138,7 +156,9 @@ class Parser:
         seen = set(seeds)
         todo = list(seen)
         waiting: dict[int, list[int]] = {}
-        predicted: set[int] = set()
+        predicted: set[int] = set()   # nonterminals predicted here (all that xs reach)
+        xs: list[int] = []
+        reach = self.reach
         accepting = False
         while todo:
             item = todo.pop()
@@ -149,11 +169,20 @@ class Parser:
                 o = item >> shift    # o < k always: items of this set's own origin are static
                 if lhs == START and o == 0:
                     accepting = True
-                for waiter in chart[o].waiting.get(lhs, ()):
+                at = chart[o]
+                for waiter in at.waiting.get(lhs, ()):
                     new = waiter + 1
                     if new not in seen:
                         seen.add(new)
                         todo.append(new)
+                own = at.predicted.get(lhs)
+                if own:
+                    origin = (o << shift) + 1
+                    for d in own:
+                        new = d + origin
+                        if new not in seen:
+                            seen.add(new)
+                            todo.append(new)
                 continue
             lst = waiting.get(sym)
             if lst is None:
@@ -162,14 +191,16 @@ class Parser:
                 lst.append(item)
             if sym >= 0:
                 if sym not in predicted:
-                    self._predict(sym, k, waiting, predicted)
+                    xs.append(sym)
+                    predicted.update(reach[sym])
                 if nullable[sym]:
                     new = item + 1
                     if new not in seen:
                         seen.add(new)
                         todo.append(new)
-        lexemes = tuple(s for s in waiting if s < 0)
-        return ItemSet(waiting, accepting, lexemes)
+        own, own_lexemes = self.predictions(frozenset(xs)) if xs else ({}, ())
+        lexemes = tuple(dict.fromkeys([s for s in waiting if s < 0] + list(own_lexemes)))
+        return ItemSet(waiting, accepting, lexemes, predicted=own)
 
 
 def _nullable(bnf: Bnf, num_nt: int) -> list[bool]:
