@@ -158,3 +158,26 @@ def test_native_off_keeps_the_numpy_walks(monkeypatch):
     monkeypatch.setenv("DEEPINFER_NATIVE", "0")
     monkeypatch.setattr(build, "_loaded", {})
     assert TokenTrie.of(ScanCache(Vocabulary.from_token_bytes([b"a", b"b"]))) is None
+
+
+def test_native_language_keys_group_states_like_the_python_keys():
+    """Equal C keys exactly for equal Python keys (scan_tables.small_sub_dfa_key), over the
+    states of several lexemes together, and None (too many states) at the same states."""
+    from deepinfer.constraints.cfg import native_keys
+    from deepinfer.constraints.cfg.scan_tables import compact_rows, small_sub_dfa_key
+
+    assert native_keys.available()
+    python_ids, native_ids = {}, {}
+    pairs = []
+    for pattern in PATTERNS + [TRIE] + LITERALS + [r'"[^"]*"', r'"[^"\\]*"', r'[a-z]{0,70}']:
+        lex = _lexeme(pattern)
+        tables = compact_rows(lex.trans, lex.accepting)
+        for q in range(len(lex.trans)):
+            for limit in (4, 64):
+                a = small_sub_dfa_key(tables, lex.accepting, q, limit)
+                b = native_keys.sub_dfa_key(lex.trans, lex.accepting, q, limit)
+                assert (a is None) == (b is None), (pattern, q, limit)
+                if a is not None:
+                    pairs.append((python_ids.setdefault(a, len(python_ids)),
+                                  native_ids.setdefault(b, len(native_ids))))
+    assert len(python_ids) == len(native_ids) == len(set(pairs)) > 50

@@ -36,6 +36,7 @@ from .literal_runs import literal_prefix, literal_walk
 from .tails import SPLIT_MIN, root_walk
 from ..vocab import Vocabulary
 from .few_walks import FEW_TOKENS, walk_scope
+from . import native_keys
 from .native_walks import TokenTrie
 from .ref_runs import reference_pairs, reference_part, reference_state
 from .scan_tables import (SIG_LEVELS, ascii_signatures, compact_rows, small_sub_dfa_key,  # noqa: F401
@@ -120,11 +121,14 @@ class ScanCache:
         tuples, and run keys hash an int instead of a tuple of ~300 ints per lookup."""
         if trans.shape[0] > LANGUAGE_DFA:
             return None
-        address = (trans.ctypes.data, trans.shape[0])
-        hit = self.compact.get(address)
-        if hit is None:
-            hit = self.compact[address] = (compact_rows(trans, accepting), trans)  # keep trans alive
-        sub = small_sub_dfa_key(hit[0], accepting, state, LANGUAGE_STATES)
+        if native_keys.available():  # the same key computed in C from the table (native_keys.py)
+            sub = native_keys.sub_dfa_key(trans, accepting, state, LANGUAGE_STATES)
+        else:
+            address = (trans.ctypes.data, trans.shape[0])
+            hit = self.compact.get(address)
+            if hit is None:
+                hit = self.compact[address] = (compact_rows(trans, accepting), trans)  # keep trans alive
+            sub = small_sub_dfa_key(hit[0], accepting, state, LANGUAGE_STATES)
         if sub is None:
             return None
         return "sub-dfa", self.sub_dfa_numbers.setdefault(sub, len(self.sub_dfa_numbers))
