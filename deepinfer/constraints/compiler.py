@@ -22,7 +22,7 @@ from . import ir
 from .automaton import TokenAutomaton
 from .dfa import Limits, determinize
 from .errors import ConstraintError
-from .gcpause import gc_paused
+from .gcpause import gc_paused, settle_young
 from .frontends.regex import lower_regex
 from .nfa import build_nfa
 from .regular import RegularAutomaton
@@ -93,6 +93,7 @@ class GrammarCompiler:
                 return hit
         with gc_paused():
             compiled = build()
+        settle_young()
         with self._lock:
             self._cache[key] = compiled
             while len(self._cache) > self.cache_size:

@@ -48,6 +48,14 @@ def gc_paused():
                     gc.enable()
 
 
+def settle_young() -> None:
+    """After a bulk build: one young-generation pass now, when the build left more than a
+    gen-0 threshold of new containers, so the passes that would otherwise examine them
+    (and promote them twice) do not land inside the next mask steps."""
+    if _gc_depth == 0 and gc.isenabled() and gc.get_count()[0] > gc.get_threshold()[0]:
+        gc.collect(1)
+
+
 def freeze_once() -> None:
     """Collect once (so no garbage cycle is frozen), then freeze the surviving heap.
 
