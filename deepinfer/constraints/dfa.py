@@ -17,6 +17,7 @@ import numpy as np
 
 from .dfa_minimize import canonical_order, minimize, trim
 from .errors import ConstraintError
+from .native_subset import subset_table
 from .nfa import Nfa
 
 
@@ -66,6 +67,9 @@ def determinize(nfa: Nfa, limits: Limits) -> Dfa:
     NFAs (fast unions) and frozensets of indices for large ones."""
     deadline = budget_clock() + limits.time_budget_s
     classes = byte_classes(nfa)
+    native = subset_table(nfa, classes, limits.max_dfa_states, limits.time_budget_s)
+    if native is not None:  # the same construction, compiled (native_subset.py)
+        return _finish(native[0], native[1], classes)
     num_classes = int(classes[-1]) + 1
     important = [s for s in range(len(nfa.edges)) if nfa.edges[s] or s == nfa.accept]
     bit_of = {s: i for i, s in enumerate(important)}
@@ -121,6 +125,11 @@ def determinize(nfa: Nfa, limits: Limits) -> Dfa:
         accepting = np.array([bool(key >> accept_index & 1) for key in order], dtype=bool)
     else:
         accepting = np.array([accept_index in key for key in order], dtype=bool)
+    return _finish(table, accepting, classes)
+
+
+def _finish(table: np.ndarray, accepting: np.ndarray, classes: np.ndarray) -> Dfa:
+    """Trim, minimize and number canonically a subset construction's [S, C] table."""
     table, accepting = trim(table, accepting)
     table, accepting, start_block = minimize(table, accepting)
     table, accepting = canonical_order(table, accepting, start_block)

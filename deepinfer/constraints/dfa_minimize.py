@@ -52,7 +52,11 @@ def minimize(table: np.ndarray, accepting: np.ndarray):
     as it is (correct, only not minimal; subset construction of such chains is
     minimal already).
     """
-    part = _moore(table, accepting, _hashed_round)
+    from .native_subset import NO_KERNEL, moore_partition
+
+    part = moore_partition(table, accepting, MAX_MOORE_ROUNDS)  # compiled, exact (native_subset.py)
+    if part is NO_KERNEL:
+        part = _moore(table, accepting, _hashed_round)
     if part is None:
         return table, accepting, 0
     if not _stable(table, accepting, part):  # a hash collision merged distinguishable

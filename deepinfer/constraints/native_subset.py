@@ -1,0 +1,92 @@
+"""Compiled subset construction (native/csrc/dfa_subset.c) for dfa.determinize.
+
+`subset_table(nfa, classes, limits, budget_s)` returns (int32 [S, C] table over byte
+classes, bool [S] accepting) of the raw subset construction, or None when the kernel
+cannot be built here (no compiler, DEEPINFER_NATIVE=0): dfa.py then runs its Python
+construction. Same states, in discovery order; dfa.py trims, minimizes and renumbers
+either one canonically, so both give the same DFA. Why: the Python construction was
+most of a lexeme's build (~0.2-3 ms per lexeme inside mask steps, seconds for big
+schemas at compile time). Raises ConstraintError past the limits, like dfa.py.
+`moore_partition` is dfa_minimize's Moore refinement compiled the same way (a lexeme of
+tens of states spent ~100 us in numpy rounds). Knows nothing about tokens or grammars.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+from .errors import ConstraintError
+
+_P = ctypes.c_void_p
+_SIGNATURES = {
+    "subset_construct": ([ctypes.c_int64] + [_P] * 6 + [ctypes.c_int32] * 3 + [ctypes.c_int64, ctypes.c_double,
+                                                                             _P, _P], ctypes.c_int64),
+    "subset_free": ([_P], None),
+    "moore_blocks": ([ctypes.c_int64, ctypes.c_int32, _P, _P, ctypes.c_int64, _P], ctypes.c_int64),
+}
+NO_KERNEL = object()
+_lib: list = []
+
+
+def _library():
+    if not _lib:
+        from ..native import load_library
+
+        _lib.append(load_library("dfa_subset", _SIGNATURES, openmp=False))
+    return _lib[0]
+
+
+def subset_table(nfa, classes: np.ndarray, max_states: int, budget_s: float):
+    lib = _library()
+    if lib is None:
+        return None
+    n = len(nfa.eps)
+    eps_start = np.zeros(n + 1, np.int32)
+    np.cumsum([len(t) for t in nfa.eps], out=eps_start[1:])
+    eps = np.fromiter((t for ts in nfa.eps for t in ts), np.int32, int(eps_start[-1]))
+    edge_start = np.zeros(n + 1, np.int32)
+    np.cumsum([len(e) for e in nfa.edges], out=edge_start[1:])
+    flat = np.fromiter((x for es in nfa.edges for e in es for x in e), np.int32, 3 * int(edge_start[-1]))
+    flat = flat.reshape(-1, 3)
+    class_lo = np.ascontiguousarray(classes.astype(np.int32)[flat[:, 0]])
+    class_hi = np.ascontiguousarray(classes.astype(np.int32)[flat[:, 1]])
+    edge_to = np.ascontiguousarray(flat[:, 2])
+    num_classes = int(classes[-1]) + 1
+    table_p, acc_p = ctypes.c_void_p(), ctypes.c_void_p()
+    count = lib.subset_construct(n, *(a.ctypes.data for a in (eps_start, eps, edge_start, class_lo, class_hi,
+                                                              edge_to)),
+                                 nfa.start, nfa.accept, num_classes, max_states, budget_s,
+                                 ctypes.byref(table_p), ctypes.byref(acc_p))
+    if count == -1:
+        raise ConstraintError(f"constraint too large: its automaton exceeds {max_states} DFA states")
+    if count == -2:
+        raise ConstraintError(f"constraint too complex: determinization exceeded {budget_s:g} s")
+    if count < 0:
+        raise MemoryError("subset construction: out of memory")
+    try:
+        table = np.ctypeslib.as_array(ctypes.cast(table_p, ctypes.POINTER(ctypes.c_int32)),
+                                      (count * num_classes,)).reshape(count, num_classes).copy()
+        accepting = np.ctypeslib.as_array(ctypes.cast(acc_p, ctypes.POINTER(ctypes.c_uint8)),
+                                          (count,)).astype(bool)
+    finally:
+        lib.subset_free(table_p)
+        lib.subset_free(acc_p)
+    return table, accepting
+
+
+def moore_partition(table: np.ndarray, accepting: np.ndarray, max_rounds: int):
+    """int64 [S] block per state of the coarsest stable partition (Moore rounds), None after
+    max_rounds rounds, or NO_KERNEL when the kernel cannot be built here."""
+    lib = _library()
+    if lib is None:
+        return NO_KERNEL
+    table = np.ascontiguousarray(table, dtype=np.int32)
+    acc = np.ascontiguousarray(accepting, dtype=np.uint8)
+    part = np.zeros(table.shape[0], np.int32)
+    blocks = lib.moore_blocks(table.shape[0], table.shape[1], table.ctypes.data, acc.ctypes.data, max_rounds,
+                              part.ctypes.data)
+    if blocks == -3:
+        raise MemoryError("Moore refinement: out of memory")
+    return None if blocks < 0 else part.astype(np.int64)
