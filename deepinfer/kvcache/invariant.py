@@ -1,23 +1,17 @@
-"""Batch-invariant paged attention: every query row goes through one fixed kernel shape.
+"""Batch-invariant paged attention (PyTorch): every query row is computed on its own, the same way.
 
-Owns the attention of the invariant mode. A query token's result must not depend on which other
-tokens share the forward pass, nor on whether its prompt was prefilled at once, in chunks, or
-found in the prefix cache. Invariance by construction:
-
-- every query token is its own batch item of one `F.scaled_dot_product_attention` call, laid out
-  [Hkv, G, D] (its G query heads per kv head), so the kernel's matrix shapes per row are fixed:
-  M = G rows, K = head dim;
-- its keys are padded (masked) to a multiple of `KV_CHUNK` = 512 slots, the CPU flash kernel's
-  key block, so the online softmax always runs over full 512-key blocks in position order; blocks
-  past the token's position are fully masked and add exact zeros.
-
-Measured on this CPU (float32 and bfloat16, 1 and 2 threads): a row is bitwise identical for any
-batch count, any padding to a multiple of 512, and in the prefill layout below; with keys padded
-to 320 instead of 512 float32 rows differ, which is why the padding is fixed.
-
-Decode tokens (one new token) are gathered together: one call per layer with their own KV.
+Owns the attention of the invariant mode where the native kernel does not run. A query token's
+result must not depend on which other tokens share the forward pass, nor on whether its prompt was
+prefilled at once, in chunks, or found in the prefix cache. Invariance by construction:
+- every query token is its own batch item, laid out [Hkv, G, D] (its G query heads per kv head);
+- its keys are its own sequence's, padded (masked) to a multiple of `KV_CHUNK` = 512 slots, so a
+  row's key count depends only on its own sequence; decode tokens are grouped by that count;
+- the arithmetic is products and sums (`_rowwise_attention`), whose reductions run in a fixed
+  order per row. The SDPA kernel used before was invariant on one CPU but not on another (an AMD
+  EPYC: the last bit of a row changed with the batch count and with the thread count).
+Decode tokens (one new token) are gathered together: one call per key count with their own KV.
 A prefill chunk's tokens share their sequence's KV: it is gathered once and expanded (stride 0)
-over the chunk's tokens, one call per prefilling sequence. Knows nothing about requests.
+over the chunk's tokens. Knows nothing about requests.
 """
 
 from __future__ import annotations
@@ -25,9 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import torch
-import torch.nn.functional as F
 
-KV_CHUNK = 512  # the CPU flash-attention kernel's key block (kvSplitSize)
+KV_CHUNK = 512  # keys are padded to a multiple of this (a row's key count never depends on the batch)
+ROWS = 16  # query tokens per product-and-sum pass (_rowwise_attention)
 
 
 @dataclass
@@ -71,14 +65,14 @@ class InvariantPlan:
                 self.groups.append(RowGroup(index, torch.arange(s.num_cached, s.total), table.view(1, -1)))
                 order.append(index)
             offset += s.num_new
-        if decode:
-            width = max(t.numel() for _, _, t in decode)
-            table = torch.zeros(len(decode), width, dtype=torch.long)
-            for i, (_, _, t) in enumerate(decode):
-                table[i, :t.numel()] = t
-            index = torch.tensor([o for o, _, _ in decode], dtype=torch.long)
-            self.groups.insert(0, RowGroup(index, torch.tensor([p for _, p, _ in decode]), table))
-            order.insert(0, index)
+        widths: dict[int, list] = {}  # decodes by their own padded width: a row never sees another's
+        for d in decode:
+            widths.setdefault(d[2].numel(), []).append(d)
+        for at, (_, rows) in enumerate(sorted(widths.items())):
+            table = torch.stack([t for _, _, t in rows])
+            index = torch.tensor([o for o, _, _ in rows], dtype=torch.long)
+            self.groups.insert(at, RowGroup(index, torch.tensor([p for _, p, _ in rows]), table))
+            order.insert(at, index)
         order = torch.cat(order)
         self.inverse = None if torch.equal(order, torch.arange(num_tokens)) else torch.argsort(order)
 
@@ -98,19 +92,24 @@ class InvariantPlan:
             if batch != n:  # one prefilling sequence: its KV shared by its n tokens
                 k, v = k.expand(n, -1, -1, -1), v.expand(n, -1, -1, -1)
             qg = q.index_select(0, g.q_index).view(n, hkv, heads // hkv, dk)               # [N, Hkv, G, Dk]
-            qg, k, v = _same_head_dim(qg, k, v)
-            out = F.scaled_dot_product_attention(qg, k, v, attn_mask=g.mask(window, q.dtype, keys), scale=scale)
-            outs.append(out[..., :dv].reshape(n, heads, dv))
+            out = _rowwise_attention(qg, k, v, g.mask(window, q.dtype, keys), scale)
+            outs.append(out.reshape(n, heads, dv))
         out = outs[0] if len(outs) == 1 else torch.cat(outs)
         return out if self.inverse is None else out.index_select(0, self.inverse)
 
 
-def _same_head_dim(q, k, v):
-    """Zero-pad to one head dim (MLA has dk != dv): only then does the flash kernel run, and
-    zero columns change no dot product and add only discarded output columns."""
-    dk, dv = q.shape[-1], v.shape[-1]
-    if dk > dv:
-        v = F.pad(v, (0, dk - dv))
-    elif dv > dk:
-        q, k = F.pad(q, (0, dv - dk)), F.pad(k, (0, dv - dk))
-    return q, k, v
+def _rowwise_attention(q, k, v, mask, scale: float) -> torch.Tensor:
+    """q [N, Hkv, G, Dk], k [N, Hkv, S, Dk], v [N, Hkv, S, Dv], mask [N, 1, 1, S] -> [N, Hkv, G, Dv].
+
+    Products and sums, not a GEMM or the SDPA kernel: PyTorch's CPU reductions run a fixed order
+    per row over contiguous data, whatever N and the thread count, while SDPA and matmul pick
+    their blocking from the batch and the threads (measured on an AMD EPYC: a row differed in
+    the last bit alone vs in a batch, and at 1 vs 2 threads). Rows go ROWS at a time, which
+    bounds the [rows, Hkv, G, S, D] temporaries."""
+    outs = []
+    for lo in range(0, q.shape[0], ROWS):
+        sl = slice(lo, lo + ROWS)
+        scores = (q[sl].unsqueeze(-2) * k[sl].unsqueeze(-3)).sum(-1) * scale + mask[sl]   # [n, Hkv, G, S]
+        probs = torch.softmax(scores, dim=-1)
+        outs.append((probs.unsqueeze(-1) * v[sl].unsqueeze(-3)).sum(-2))                   # [n, Hkv, G, Dv]
+    return outs[0] if len(outs) == 1 else torch.cat(outs)

@@ -44,7 +44,9 @@ def test_logits_indices_select_rows(reference_model):
     picked = model.forward(torch.tensor(PROMPT), torch.arange(len(PROMPT)), DenseKVCache(model.config.num_layers),
                            logits_indices=torch.tensor([11, 0, 4]))
     assert picked.shape == (3, model.config.vocab_size)
-    assert torch.equal(picked, full[[11, 0, 4]])
+    # the same rows; not bitwise (the default mode promises no batch invariance: on some CPUs a GEMM
+    # of 3 rows rounds differently from one of 12)
+    torch.testing.assert_close(picked, full[[11, 0, 4]], rtol=1e-5, atol=1e-5)
 
 
 def test_sharded_safetensors_load_the_same(reference_model, tmp_path):
