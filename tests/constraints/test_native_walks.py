@@ -181,3 +181,22 @@ def test_native_language_keys_group_states_like_the_python_keys():
                     pairs.append((python_ids.setdefault(a, len(python_ids)),
                                   native_ids.setdefault(b, len(native_ids))))
     assert len(python_ids) == len(native_ids) == len(set(pairs)) > 50
+
+
+def test_walks_from_many_threads_at_once_equal_one_at_a_time(deepseek_vocab):
+    """ctypes releases the GIL during a walk: the shared output buffers are taken one walk at a time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    lex = _lexeme(TRIE)
+    follow = np.zeros(256, dtype=bool)
+    follow[[ord(c) for c in ",}"]] = True
+    trie = TokenTrie.of(ScanCache(deepseek_vocab))
+    states = [q for q in range(len(lex.trans)) if (lex.trans[q] >= 0).any()] * 4
+
+    def walk(q):
+        ins, hp, ho = trie.walk(lex.trans, lex.accepting, follow, q, lex.trans[q] >= 0)
+        return ins.tolist(), hp.tolist(), ho.tolist()
+
+    alone = [walk(q) for q in states]
+    with ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(walk, states)) == alone

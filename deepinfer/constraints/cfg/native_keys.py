@@ -13,6 +13,7 @@ version. Knows nothing about tokens or parsing.
 from __future__ import annotations
 
 import ctypes
+import threading
 
 import numpy as np
 
@@ -31,6 +32,7 @@ class _Scratch:
         self.order = np.zeros(MAX_STATES, np.int32)
         self.out = np.zeros(limit * (2 + 2 * 256), np.int32)
         self.args = (self.index.ctypes.data, self.order.ctypes.data, self.out.ctypes.data, len(self.out))
+        self.lock = threading.Lock()  # shared scratch, and ctypes releases the GIL
 
 
 _scratch: dict[int, _Scratch | None] = {}
@@ -55,5 +57,6 @@ def sub_dfa_key(trans: np.ndarray, accepting: np.ndarray, state: int, limit: int
     if trans.dtype != np.int32 or not trans.flags.c_contiguous:
         trans = np.ascontiguousarray(trans, dtype=np.int32)
     acc = np.ascontiguousarray(accepting).view(np.uint8)
-    length = scratch.lib.sub_dfa_key(trans.ctypes.data, acc.ctypes.data, int(state), limit, *scratch.args)
-    return None if length < 0 else scratch.out[:length].tobytes()
+    with scratch.lock:
+        length = scratch.lib.sub_dfa_key(trans.ctypes.data, acc.ctypes.data, int(state), limit, *scratch.args)
+        return None if length < 0 else scratch.out[:length].tobytes()

@@ -17,6 +17,7 @@ parsing, run keys or caching.
 from __future__ import annotations
 
 import ctypes
+import threading
 
 import numpy as np
 
@@ -75,6 +76,7 @@ class TokenTrie:
         self._node_args = [self.nodes] + [_address(a) for a in (
             self.byte, self.depth, self.end, self.lo, self.hi, self.here, self.sig, self.wide)]
         self._count = np.zeros(1, np.int64)
+        self._lock = threading.Lock()  # the output buffers are shared, and ctypes releases the GIL
         self._buffers(n, 4096)
         self._bytes_args = [_address(self.bytes), _address(self.starts), _address(self.lengths)]
 
@@ -105,14 +107,19 @@ class TokenTrie:
         trans, acc, fol, _ = _tables(trans, accepting, follow, None)
         pos = np.ascontiguousarray(positions, dtype=np.int64)
         off = np.ascontiguousarray(offsets, dtype=np.int64)
-        if len(pos) > len(self._inside):
-            self._buffers(len(pos), len(self._hit_pos))
         keep = (trans, acc, fol, pos, off)  # noqa: F841
         return self._retry(lambda cap: self.lib.entries_walk(
             *self._bytes_args, len(pos), _address(pos), _address(off), _address(trans), _address(acc),
-            _address(fol), int(state), *self._out_args, cap))
+            _address(fol), int(state), *self._out_args, cap), len(pos))
 
-    def _retry(self, call):
+    def _retry(self, call, inside: int = 0):
+        """Run `call(hit capacity)` on the shared output buffers (one walk at a time)."""
+        with self._lock:
+            if inside > len(self._inside):
+                self._buffers(inside, len(self._hit_pos))
+            return self._call(call)
+
+    def _call(self, call):
         hits = call(len(self._hit_pos))
         if hits > len(self._hit_pos):  # the crossings did not fit: grow and walk again
             self._buffers(len(self._inside), 2 * hits)
