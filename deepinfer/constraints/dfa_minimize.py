@@ -19,6 +19,20 @@ from .errors import ConstraintError
 
 def trim(table: np.ndarray, accepting: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Drop states that cannot reach an accepting state; raise if nothing is left."""
+    from .native_subset import NO_KERNEL, live_states
+
+    live = live_states(table, accepting)  # compiled (native_subset.py), else the search below
+    if live is NO_KERNEL:
+        live = _live_states(table, accepting)
+    if not live[0]:
+        raise ConstraintError("the constraint matches no string (empty language)")
+    renum = np.full(table.shape[0] + 1, -1, dtype=np.int32)  # index -1 -> last slot -> -1
+    renum[:-1][live] = np.arange(int(live.sum()), dtype=np.int32)
+    new = renum[table[live]]
+    return new, accepting[live]
+
+
+def _live_states(table: np.ndarray, accepting: np.ndarray) -> np.ndarray:
     src, _ = np.nonzero(table >= 0)
     dst = table[table >= 0]
     order = np.argsort(dst, kind="stable")
@@ -32,12 +46,7 @@ def trim(table: np.ndarray, accepting: np.ndarray) -> tuple[np.ndarray, np.ndarr
             if not live[s]:
                 live[s] = True
                 stack.append(int(s))
-    if not live[0]:
-        raise ConstraintError("the constraint matches no string (empty language)")
-    renum = np.full(table.shape[0] + 1, -1, dtype=np.int32)  # index -1 -> last slot -> -1
-    renum[:-1][live] = np.arange(int(live.sum()), dtype=np.int32)
-    new = renum[table[live]]
-    return new, accepting[live]
+    return live
 
 
 MAX_MOORE_ROUNDS = 64
@@ -55,11 +64,12 @@ def minimize(table: np.ndarray, accepting: np.ndarray):
     from .native_subset import NO_KERNEL, moore_partition
 
     part = moore_partition(table, accepting, MAX_MOORE_ROUNDS)  # compiled, exact (native_subset.py)
-    if part is NO_KERNEL:
+    hashed = part is NO_KERNEL
+    if hashed:
         part = _moore(table, accepting, _hashed_round)
     if part is None:
         return table, accepting, 0
-    if not _stable(table, accepting, part):  # a hash collision merged distinguishable
+    if hashed and not _stable(table, accepting, part):  # a hash collision merged distinguishable
         part = _moore(table, accepting, _exact_round)  # states: redo exactly
         if part is None:
             return table, accepting, 0
@@ -122,8 +132,15 @@ def _stable(table: np.ndarray, accepting: np.ndarray, part: np.ndarray) -> bool:
 
 def canonical_order(table: np.ndarray, accepting: np.ndarray, start: int | None = None):
     """Renumber breadth first from `start`, so the start state becomes 0."""
+    from .native_subset import NO_KERNEL, bfs_order
+
     n = table.shape[0]
     start = 0 if start is None else start
+    order = bfs_order(table, start)  # compiled (native_subset.py), else the loop below
+    if order is not NO_KERNEL:
+        renum = np.full(n + 1, -1, dtype=np.int32)
+        renum[order] = np.arange(len(order), dtype=np.int32)
+        return renum[table[order]], accepting[order]
     order = [start]
     seen = np.zeros(n, dtype=bool)
     seen[start] = True

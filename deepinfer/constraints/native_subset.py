@@ -25,6 +25,8 @@ _SIGNATURES = {
                                                                              _P, _P], ctypes.c_int64),
     "subset_free": ([_P], None),
     "moore_blocks": ([ctypes.c_int64, ctypes.c_int32, _P, _P, ctypes.c_int64, _P], ctypes.c_int64),
+    "live_states": ([ctypes.c_int64, ctypes.c_int32, _P, _P, _P], ctypes.c_int64),
+    "bfs_order": ([ctypes.c_int64, ctypes.c_int32, _P, ctypes.c_int32, _P, _P], ctypes.c_int64),
 }
 NO_KERNEL = object()
 _lib: list = []
@@ -90,3 +92,29 @@ def moore_partition(table: np.ndarray, accepting: np.ndarray, max_rounds: int):
     if blocks == -3:
         raise MemoryError("Moore refinement: out of memory")
     return None if blocks < 0 else part.astype(np.int64)
+
+
+def live_states(table: np.ndarray, accepting: np.ndarray):
+    """bool [S]: the states that can reach an accepting one, or NO_KERNEL."""
+    lib = _library()
+    if lib is None:
+        return NO_KERNEL
+    table = np.ascontiguousarray(table, dtype=np.int32)
+    acc = np.ascontiguousarray(accepting, dtype=np.uint8)
+    live = np.zeros(table.shape[0], np.uint8)
+    if lib.live_states(table.shape[0], table.shape[1], table.ctypes.data, acc.ctypes.data, live.ctypes.data):
+        raise MemoryError("trim: out of memory")
+    return live.view(bool)
+
+
+def bfs_order(table: np.ndarray, start: int):
+    """int64 [k]: the states reached from `start`, breadth first, targets in column order; or NO_KERNEL."""
+    lib = _library()
+    if lib is None:
+        return NO_KERNEL
+    table = np.ascontiguousarray(table, dtype=np.int32)
+    order = np.zeros(table.shape[0], np.int32)
+    seen = np.zeros(table.shape[0], np.uint8)
+    count = lib.bfs_order(table.shape[0], table.shape[1], table.ctypes.data, int(start), order.ctypes.data,
+                          seen.ctypes.data)
+    return order[:count].astype(np.int64)

@@ -290,3 +290,53 @@ done:
     free(rep);
     return result;
 }
+
+/* States that can reach an accepting state (dfa_minimize.trim): live[s] = 1 or 0. Backward
+   search over the reversed table. Returns 0, or -3 out of memory. */
+int64_t live_states(int64_t states, int32_t classes, const int32_t *table, const uint8_t *accepting,
+                    uint8_t *live) {
+    int64_t edges = states * classes, result = -3;
+    int64_t *start = calloc((size_t)states + 1, sizeof(int64_t));
+    int32_t *source = malloc((size_t)(edges ? edges : 1) * sizeof(int32_t));
+    int32_t *stack = malloc((size_t)(states ? states : 1) * sizeof(int32_t));
+    if (!start || !source || !stack) goto done;
+    for (int64_t e = 0; e < edges; e++)
+        if (table[e] >= 0) start[table[e] + 1]++;
+    for (int64_t s = 0; s < states; s++) start[s + 1] += start[s];
+    for (int64_t e = 0; e < edges; e++) /* reversed edges, grouped by target */
+        if (table[e] >= 0) source[start[table[e]]++] = (int32_t)(e / classes);
+    for (int64_t s = states; s > 0; s--) start[s] = start[s - 1];
+    start[0] = 0;
+    int64_t top = 0;
+    for (int64_t s = 0; s < states; s++) {
+        live[s] = accepting[s] ? 1 : 0;
+        if (live[s]) stack[top++] = (int32_t)s;
+    }
+    while (top) {
+        int32_t t = stack[--top];
+        for (int64_t k = start[t]; k < start[t + 1]; k++)
+            if (!live[source[k]]) live[source[k]] = 1, stack[top++] = source[k];
+    }
+    result = 0;
+done:
+    free(start);
+    free(source);
+    free(stack);
+    return result;
+}
+
+/* Breadth-first order from `first` (dfa_minimize.canonical_order): targets in class order.
+   Writes the reached states to order; returns their count. */
+int64_t bfs_order(int64_t states, int32_t classes, const int32_t *table, int32_t first, int32_t *order,
+                  uint8_t *seen) {
+    int64_t n = 1;
+    memset(seen, 0, (size_t)states);
+    order[0] = first;
+    seen[first] = 1;
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t *row = table + (int64_t)order[i] * classes;
+        for (int32_t c = 0; c < classes; c++)
+            if (row[c] >= 0 && !seen[row[c]]) seen[row[c]] = 1, order[n++] = row[c];
+    }
+    return n;
+}
