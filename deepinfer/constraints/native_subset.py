@@ -14,6 +14,7 @@ tens of states spent ~100 us in numpy rounds). Knows nothing about tokens or gra
 from __future__ import annotations
 
 import ctypes
+from itertools import chain
 
 import numpy as np
 
@@ -46,11 +47,11 @@ def subset_table(nfa, classes: np.ndarray, max_states: int, budget_s: float):
         return None
     n = len(nfa.eps)
     eps_start = np.zeros(n + 1, np.int32)
-    np.cumsum([len(t) for t in nfa.eps], out=eps_start[1:])
-    eps = np.fromiter((t for ts in nfa.eps for t in ts), np.int32, int(eps_start[-1]))
+    np.cumsum(list(map(len, nfa.eps)), out=eps_start[1:])
+    eps = np.fromiter(chain.from_iterable(nfa.eps), np.int32, int(eps_start[-1]))
     edge_start = np.zeros(n + 1, np.int32)
-    np.cumsum([len(e) for e in nfa.edges], out=edge_start[1:])
-    flat = np.fromiter((x for es in nfa.edges for e in es for x in e), np.int32, 3 * int(edge_start[-1]))
+    np.cumsum(list(map(len, nfa.edges)), out=edge_start[1:])
+    flat = np.fromiter(chain.from_iterable(chain.from_iterable(nfa.edges)), np.int32, 3 * int(edge_start[-1]))
     flat = flat.reshape(-1, 3)
     class_lo = np.ascontiguousarray(classes.astype(np.int32)[flat[:, 0]])
     class_hi = np.ascontiguousarray(classes.astype(np.int32)[flat[:, 1]])

@@ -98,7 +98,7 @@ int64_t subset_construct(int64_t n, const int32_t *eps_start, const int32_t *eps
     a.class_lo = class_lo, a.class_hi = class_hi, a.edge_to = edge_to;
     int64_t result = -3, count = 0, slots = 1024;
     double deadline = cpu_seconds() + budget_s;
-    vec sets = {0}, *buckets = calloc((size_t)num_classes, sizeof(vec));
+    vec sets = {0}, merged = {0}, *buckets = calloc((size_t)num_classes, sizeof(vec));
     int64_t *set_at = malloc((size_t)(max_states + 1) * sizeof(int64_t));
     int32_t *set_len = malloc((size_t)(max_states + 1) * sizeof(int32_t));
     int32_t *slot = malloc((size_t)slots * sizeof(int32_t));
@@ -131,34 +131,47 @@ int64_t subset_construct(int64_t n, const int32_t *eps_start, const int32_t *eps
         }
         for (int32_t c = 0; c < num_classes; c++) buckets[c].len = 0;
         int8_t acc = 0;
+        /* first the edge targets per class (members often share them), then their closures */
         for (int32_t i = 0; i < set_len[d]; i++) {
             int32_t m = sets.data[set_at[d] + i];
             if (m == accept) acc = 1;
-            for (int32_t e = edge_start[m]; e < edge_start[m + 1]; e++) {
-                const int32_t *cl;
-                int32_t cl_len;
-                if (closure(&a, edge_to[e], &cl, &cl_len)) goto done;
+            for (int32_t e = edge_start[m]; e < edge_start[m + 1]; e++)
                 for (int32_t c = class_lo[e]; c <= class_hi[e]; c++)
-                    for (int32_t k = 0; k < cl_len; k++)
-                        if (push(&buckets[c], cl[k])) goto done;
+                    if (push(&buckets[c], edge_to[e])) goto done;
+        }
+        for (int32_t c = 0; c < num_classes; c++) {
+            vec *b = &buckets[c];
+            if (!b->len) continue;
+            a.stamp++;
+            int64_t u = 0;
+            for (int64_t k = 0; k < b->len; k++) { /* distinct targets */
+                int32_t t = b->data[k];
+                if (a.mark[t] != a.stamp) a.mark[t] = a.stamp, b->data[u++] = t;
             }
+            const int32_t *cl;
+            int32_t cl_len;
+            for (int64_t k = 0; k < u; k++) /* computed first: a new closure's search uses the marks */
+                if (closure(&a, b->data[k], &cl, &cl_len)) goto done;
+            merged.len = 0;
+            a.stamp++;
+            for (int64_t k = 0; k < u; k++) {
+                if (closure(&a, b->data[k], &cl, &cl_len)) goto done; /* memoized: no search */
+                for (int32_t j = 0; j < cl_len; j++)
+                    if (a.mark[cl[j]] != a.stamp) {
+                        a.mark[cl[j]] = a.stamp;
+                        if (push(&merged, cl[j])) goto done;
+                    }
+            }
+            b->len = 0; /* the bucket now holds the merged closure, deduplicated */
+            for (int64_t k = 0; k < merged.len; k++)
+                if (push(b, merged.data[k])) goto done;
         }
         if (push(&accepting, acc)) goto done;
         for (int32_t c = 0; c < num_classes; c++) {
             vec *b = &buckets[c];
             int32_t target = -1;
             if (b->len) {
-                /* dedup with the marks, then sort: the set's canonical form */
-                a.stamp++;
-                int64_t u = 0;
-                for (int64_t k = 0; k < b->len; k++) {
-                    int32_t x = b->data[k];
-                    if (a.mark[x] != a.stamp) {
-                        a.mark[x] = a.stamp;
-                        b->data[u++] = x;
-                    }
-                }
-                b->len = u;
+                int64_t u = b->len; /* distinct already: sort for the set's canonical form */
                 qsort(b->data, (size_t)u, sizeof(int32_t), cmp_int);
                 uint64_t h = hash_set(b->data, u);
                 int64_t at = (int64_t)(h & (uint64_t)(slots - 1));
@@ -214,6 +227,7 @@ done:
         for (int32_t c = 0; c < num_classes; c++) free(buckets[c].data);
     free(buckets);
     free(sets.data);
+    free(merged.data);
     free(set_at);
     free(set_len);
     free(slot);
