@@ -1,4 +1,5 @@
-"""Compiled subset construction (native/csrc/dfa_subset.c) for dfa.determinize.
+"""Compiled subset construction (native/csrc/dfa_subset.c) for dfa.determinize, and the table
+steps after it (native/csrc/dfa_tables.c) for dfa_minimize.
 
 `subset_table(nfa, classes, limits, budget_s)` returns (int32 [S, C] table over byte
 classes, bool [S] accepting) of the raw subset construction, or None when the kernel
@@ -25,20 +26,35 @@ _SIGNATURES = {
     "subset_construct": ([ctypes.c_int64] + [_P] * 6 + [ctypes.c_int32] * 3 + [ctypes.c_int64, ctypes.c_double,
                                                                              _P, _P], ctypes.c_int64),
     "subset_free": ([_P], None),
+}
+_TABLE_SIGNATURES = {
     "moore_blocks": ([ctypes.c_int64, ctypes.c_int32, _P, _P, ctypes.c_int64, _P], ctypes.c_int64),
     "live_states": ([ctypes.c_int64, ctypes.c_int32, _P, _P, _P], ctypes.c_int64),
     "bfs_order": ([ctypes.c_int64, ctypes.c_int32, _P, ctypes.c_int32, _P, _P], ctypes.c_int64),
 }
 NO_KERNEL = object()
 _lib: list = []
+_table_lib: list = []
 
 
 def _library():
+    """The subset kernel, or None; `_tables()` is its companion (dfa_tables.c). Tests set `_lib`
+    to [None] to run the Python versions of both."""
     if not _lib:
         from ..native import load_library
 
         _lib.append(load_library("dfa_subset", _SIGNATURES, openmp=False))
     return _lib[0]
+
+
+def _tables():
+    if _library() is None:
+        return None
+    if not _table_lib:
+        from ..native import load_library
+
+        _table_lib.append(load_library("dfa_tables", _TABLE_SIGNATURES, openmp=False))
+    return _table_lib[0]
 
 
 def subset_table(nfa, classes: np.ndarray, max_states: int, budget_s: float):
@@ -82,7 +98,7 @@ def subset_table(nfa, classes: np.ndarray, max_states: int, budget_s: float):
 def moore_partition(table: np.ndarray, accepting: np.ndarray, max_rounds: int):
     """int64 [S] block per state of the coarsest stable partition (Moore rounds), None after
     max_rounds rounds, or NO_KERNEL when the kernel cannot be built here."""
-    lib = _library()
+    lib = _tables()
     if lib is None:
         return NO_KERNEL
     table = np.ascontiguousarray(table, dtype=np.int32)
@@ -97,7 +113,7 @@ def moore_partition(table: np.ndarray, accepting: np.ndarray, max_rounds: int):
 
 def live_states(table: np.ndarray, accepting: np.ndarray):
     """bool [S]: the states that can reach an accepting one, or NO_KERNEL."""
-    lib = _library()
+    lib = _tables()
     if lib is None:
         return NO_KERNEL
     table = np.ascontiguousarray(table, dtype=np.int32)
@@ -110,7 +126,7 @@ def live_states(table: np.ndarray, accepting: np.ndarray):
 
 def bfs_order(table: np.ndarray, start: int):
     """int64 [k]: the states reached from `start`, breadth first, targets in column order; or NO_KERNEL."""
-    lib = _library()
+    lib = _tables()
     if lib is None:
         return NO_KERNEL
     table = np.ascontiguousarray(table, dtype=np.int32)

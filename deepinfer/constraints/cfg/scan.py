@@ -31,12 +31,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..masks import _ranges, pack_mask  # noqa: F401  (_ranges: tests read scan._ranges)
-from .chain_runs import chain_split, may_chain
+from .chain_runs import chain_split
 from .literal_runs import literal_prefix, literal_walk
 from .tails import SPLIT_MIN, root_walk
 from ..vocab import Vocabulary
 from .few_walks import FEW_TOKENS, walk_scope
 from . import native_keys
+from .native_runs import native_parts
 from .native_walks import TokenTrie
 from .ref_runs import reference_pairs, reference_part, reference_state
 from .scan_tables import (SIG_LEVELS, ascii_signatures, compact_rows, small_sub_dfa_key,  # noqa: F401
@@ -188,8 +189,7 @@ class ScanCache:
 
     def _compute(self, trans, accepting, state, scope_id, follow, tail_key) -> Run:
         vocab = self.vocab
-        scope = self.scopes[scope_id]
-        mat, lengths, flat = vocab.sorted_bytes, vocab.sorted_lengths, trans.reshape(-1)
+        mat = vocab.sorted_bytes
         inside: list[np.ndarray] = []
         hit_idx: list[np.ndarray] = []
         hit_off: list[np.ndarray] = []
@@ -199,8 +199,8 @@ class ScanCache:
         if literal is not None:  # a forced literal first (literal_runs.py)
             literal_walk(self, trans, accepting, follow, literal[0], literal[1], inside, hit_idx, hit_off)
         elif (trie := TokenTrie.of(self)) is not None:  # compiled walks (native_walks.py)
-            base_row = self._compute_native(trie, trans, accepting, state, scope_id, follow, tail_key,
-                                            inside, hit_idx, hit_off)
+            base_row = native_parts(self, trie, trans, accepting, state, scope_id, follow, tail_key,
+                                    inside, hit_idx, hit_off)
         else:
             base_row = self._compute_numpy(trans, accepting, state, scope_id, follow, tail_key,
                                            inside, hit_idx, hit_off)
@@ -222,39 +222,6 @@ class ScanCache:
             return Run(row, np.zeros(0, np.int32), child)
         ids = vocab.sorted_ids[np.concatenate(inside)] if inside else np.zeros(0, np.int32)
         return Run(None, ids.astype(np.int32), child)
-
-    def _compute_native(self, trie, trans, accepting, state, scope_id, follow, tail_key, inside, hit_idx,
-                        hit_off):
-        """The walks of a run through the token trie (native_walks.py): a key-trie node still
-        takes its loop state's cached run for the shared first bytes, a counting chain its
-        cached row; everything else is one compiled walk. Returns the base row or None."""
-        base_row, found = None, None
-        if scope_id != ROOT:
-            scope = self.scopes[scope_id]
-            found = trie.walk_entries(trans, accepting, follow, state, scope.positions, scope.offsets)
-        elif (ref := reference_state(trans, state)) is not None:
-            g, same = ref
-            base_row = reference_part(self, self.run(tail_key[0], trans, accepting, g, ROOT, tail_key[1]),
-                                      same, trans[g] >= 0, hit_idx, hit_off)
-            found = trie.walk(trans, accepting, follow, state, (trans[state] >= 0) & ~same)
-        else:
-            split = None
-            if may_chain(trans, accepting, state):
-                live = live_keys(trans, accepting, state, follow)
-                split = None if live is None else chain_split(self, trans, accepting, state, follow, live,
-                                                              SPLIT_MIN)
-            if split is not None:
-                base_row = split[0]
-                found = trie.walk_entries(trans, accepting, follow, state, split[1], np.zeros_like(split[1]))
-            else:
-                found = trie.walk(trans, accepting, follow, state, trans[state] >= 0,
-                                  self._loops(trans.reshape(-1, 256), accepting, follow))
-        if found[0].size:
-            inside.append(found[0])
-        if found[1].size:
-            hit_idx.append(found[1])
-            hit_off.append(found[2])
-        return base_row
 
     def _compute_numpy(self, trans, accepting, state, scope_id, follow, tail_key, inside, hit_idx,
                        hit_off):
