@@ -95,17 +95,23 @@ def subset_table(nfa, classes: np.ndarray, max_states: int, budget_s: float):
     return table, accepting
 
 
+def _table_args(table: np.ndarray, accepting: np.ndarray) -> tuple[list, np.ndarray, np.ndarray]:
+    """([states, classes, table address, accepting address], the contiguous int32 table and
+    uint8 flags those addresses point into: the caller holds them across the call)."""
+    table = np.ascontiguousarray(table, dtype=np.int32)
+    acc = np.ascontiguousarray(accepting, dtype=np.uint8)
+    return [table.shape[0], table.shape[1], table.ctypes.data, acc.ctypes.data], table, acc
+
+
 def moore_partition(table: np.ndarray, accepting: np.ndarray, max_rounds: int):
     """int64 [S] block per state of the coarsest stable partition (Moore rounds), None after
     max_rounds rounds, or NO_KERNEL when the kernel cannot be built here."""
     lib = _tables()
     if lib is None:
         return NO_KERNEL
-    table = np.ascontiguousarray(table, dtype=np.int32)
-    acc = np.ascontiguousarray(accepting, dtype=np.uint8)
+    args, table, acc = _table_args(table, accepting)
     part = np.zeros(table.shape[0], np.int32)
-    blocks = lib.moore_blocks(table.shape[0], table.shape[1], table.ctypes.data, acc.ctypes.data, max_rounds,
-                              part.ctypes.data)
+    blocks = lib.moore_blocks(*args, max_rounds, part.ctypes.data)
     if blocks == -3:
         raise MemoryError("Moore refinement: out of memory")
     return None if blocks < 0 else part.astype(np.int64)
@@ -116,10 +122,9 @@ def live_states(table: np.ndarray, accepting: np.ndarray):
     lib = _tables()
     if lib is None:
         return NO_KERNEL
-    table = np.ascontiguousarray(table, dtype=np.int32)
-    acc = np.ascontiguousarray(accepting, dtype=np.uint8)
+    args, table, acc = _table_args(table, accepting)
     live = np.zeros(table.shape[0], np.uint8)
-    if lib.live_states(table.shape[0], table.shape[1], table.ctypes.data, acc.ctypes.data, live.ctypes.data):
+    if lib.live_states(*args, live.ctypes.data):
         raise MemoryError("trim: out of memory")
     return live.view(bool)
 

@@ -1,6 +1,6 @@
 """The context-free back end's speed-ups change no mask: shared tails and chain
-shortcuts in root scans (vs a plain walk), lazy lexeme DFAs (vs eager ones), and
-the lexeme cache across grammars. On the real DeepSeek-V4 vocabulary, where the
+shortcuts in root scans (vs a plain walk), digests, keys and packed rows of the
+run cache. (Lexemes themselves: test_cfg_lexemes.py.) On the real DeepSeek-V4 vocabulary, where the
 tail thresholds are reached. These are the numpy walks (no compiled kernel), so the
 compiled trie walks are switched off here; test_native_walks.py compares the two."""
 
@@ -9,15 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from deepinfer.constraints import ir
-from deepinfer.constraints.cfg import lexeme_cache
-from deepinfer.constraints.cfg.lexeme import Lexeme, analyze
 from deepinfer.constraints.cfg.chain_runs import chain_split
 from deepinfer.constraints.cfg.ref_runs import reference_state
 from deepinfer.constraints.cfg.scan import ROOT, ScanCache
-from deepinfer.constraints.dfa import Limits, determinize
-from deepinfer.constraints.frontends.regex import parse_regex
-from deepinfer.constraints.nfa import build_nfa
+
+from scan_test_patterns import FOLLOWS, LITERALS, PATTERNS, TRIE, follow_sets, lexeme_of, run_entries
+
 
 @pytest.fixture(autouse=True)
 def numpy_walks(monkeypatch):
@@ -26,71 +23,17 @@ def numpy_walks(monkeypatch):
     monkeypatch.setattr(scan.TokenTrie, "of", staticmethod(lambda scans: None))
 
 
-# string-like lexemes: a key trie that is "any string but these names" (tails),
-# bounded strings (uniform counting chains), and a lexeme with inner boundaries
-PATTERNS = [
-    r'"([^"a]|a[^"b]|ab[^"c])[^"]*"',
-    r'"[^"\\]{0,12}"',
-    r'"[a-z]{2,40}"',
-    r'-?(0|[1-9][0-9]*)(\.[0-9]+)?',
-    r'(true|false|null)( ?, ?(true|false))*',
-    r'[a-z0-9 _]',          # a big byte group into an accepting state: crossings at offset 1
-    r'[^,\]}]{1,2}',
-    # counting chains (chain_runs.py): JSON string bodies with escapes and length
-    # bounds, a chain whose end accepts with chain characters in the follow set,
-    # a chain over multi-byte characters, a chain that ends in a loop
-    r'"([^"\\\x00-\x1f]|\\["\\/bfnrt]){0,5}"',
-    r'"([^"\\\x00-\x1f]|\\["\\/bfnrt]){3,9}"',
-    r'[a-z ,]{12}',
-    r'[^!"\x00-\x1f]{0,4}!',
-    r'[0-9]{2,}x',
-]
-
-
-def _lexeme(pattern: str) -> Lexeme:
-    nfa = build_nfa(parse_regex(pattern))
-    nullable, nonempty, first = analyze(nfa)
-    assert nonempty
-    return Lexeme(ir.Literal(pattern), nfa, Limits(), first, nullable)
-
-
-def _entries(scans: ScanCache, run) -> tuple[set, set]:
-    if run.inside_row is not None:
-        bits = np.unpackbits(run.inside_row.view(np.uint8), bitorder="little")
-        inside = set(np.flatnonzero(bits).tolist())
-    else:
-        inside = set(run.inside_ids.tolist())
-    child = set()
-    if run.child is not None:
-        scope = scans.scopes[run.child]
-        child = set(zip(scope.positions.tolist(), scope.offsets.tolist()))
-    return inside, child
-
-
-# a key trie with several branches: first-byte groups too small for tails, two-byte
-# prefixes leaving the trie for one "any other key" state (tails at offset 2)
-TRIE = r'"([^"abcdefgh]|a[^"b]|b[^"c]|c[^"d]|d[^"e]|e[^"f]|f[^"g]|g[^"h]|h[^"a])[^"]*"'
-FOLLOWS = (",} ]", ':"a')
-# forced literals (literal_runs.py): a property key lexeme, a keyword that may go on;
-# two follow sets on one cache: tails are shared across follows
-LITERALS = [r'"properties": ?', r'null|nullable', r'"\$schema":[ ]{0,2}']
-
-
 @pytest.mark.parametrize("pattern", PATTERNS + [TRIE] + LITERALS)
 def test_root_runs_equal_plain_walks(deepseek_vocab, monkeypatch, pattern):
-    lex = _lexeme(pattern)
-    follows = []
-    for chars in FOLLOWS:
-        follow = np.zeros(256, dtype=bool)
-        follow[[ord(c) for c in chars]] = True
-        follows.append(follow)
+    lex = lexeme_of(pattern)
+    follows = follow_sets()
     fast = ScanCache(deepseek_vocab)
     from deepinfer.constraints.cfg import scan, scan_walks
 
     splits, refs = [], []
     monkeypatch.setattr(scan, "chain_split", lambda *a: splits.append(chain_split(*a)) or splits[-1])
     monkeypatch.setattr(scan, "reference_state", lambda *a: refs.append(reference_state(*a)) or refs[-1])
-    got = {(q, i): _entries(fast, fast.run(lex.digest, lex.trans, lex.accepting, q, ROOT,
+    got = {(q, i): run_entries(fast, fast.run(lex.digest, lex.trans, lex.accepting, q, ROOT,
                                            fast.follow_id(follow)))
            for i, follow in enumerate(follows)
            for q in range(len(lex.trans)) if (lex.trans[q] >= 0).any()}
@@ -115,69 +58,9 @@ def test_root_runs_equal_plain_walks(deepseek_vocab, monkeypatch, pattern):
     slow = ScanCache(deepseek_vocab)
     for (q, i), entries in got.items():
         fid = slow.follow_id(follows[i])
-        want = _entries(slow, slow.run(lex.digest, lex.trans, lex.accepting, q, ROOT, fid))
+        want = run_entries(slow, slow.run(lex.digest, lex.trans, lex.accepting, q, ROOT, fid))
         assert entries == want, (pattern, q, FOLLOWS[i])
     assert fast.tails or any(refs) or not pattern.startswith('"(['), "the trie pattern should use tails"
-
-
-def test_lazy_lexeme_equals_eager_dfa():
-    for pattern in PATTERNS:
-        lex = _lexeme(pattern)
-        assert "trans" not in lex.__dict__           # not built by construction
-        dfa = determinize(build_nfa(parse_regex(pattern)), Limits())
-        assert np.array_equal(lex.trans[:dfa.num_states], dfa.trans)
-        assert lex.first_bytes.tolist() == (dfa.trans[0] >= 0).tolist()
-        assert lex.row(lex.start) == tuple(lex.trans[lex.start].tolist())
-
-
-def test_analyze_nullable_and_empty():
-    assert analyze(build_nfa(parse_regex("a*")))[:2] == (True, True)
-    assert analyze(build_nfa(parse_regex("")))[:2] == (True, False)
-    assert analyze(build_nfa(parse_regex("ab")))[:2] == (False, True)
-    assert analyze(build_nfa(ir.NOTHING))[:2] == (False, False)
-
-
-def test_lexemes_shared_across_grammars(tiny_compiler):
-    lexeme_cache.clear()
-    schema = {"type": "object", "properties": {"a": {"type": "string"}}}
-    one = tiny_compiler.compile_json_schema(schema)
-    two = tiny_compiler.compile_json_schema({**schema, "title": "other"})
-    if type(one.automaton).__name__ != "CfgAutomaton":
-        pytest.skip("schema went to the regular back end")
-    shared = {id(x) for x in one.automaton.lexemes} & {id(x) for x in two.automaton.lexemes}
-    assert shared
-
-
-def test_lexeme_split_fails_closed_after_its_time_budget():
-    """A grammar whose split into lexemes outlasts Limits.time_budget_s is a ConstraintError
-    (bounded compile time), not a compile that runs into the caller's timeout."""
-    from deepinfer.constraints import ConstraintError
-    from deepinfer.constraints import ir as _ir
-    from deepinfer.constraints.cfg.lexemes import split_grammar
-    from deepinfer.constraints.dfa import Limits
-    from deepinfer.constraints.frontends.ebnf import lower_grammar
-
-    grammar = lower_grammar('start: "(" start ")" | "a" | "b"', "lark", None, None)
-    assert isinstance(grammar, _ir.Grammar)
-    split_grammar(grammar, Limits())  # within budget: fine
-    with pytest.raises(ConstraintError, match="too complex"):
-        split_grammar(grammar, Limits(time_budget_s=-1.0))
-
-
-@pytest.mark.parametrize("pattern", [r'"([^"\\]|\\["\\nt]){0,300}"', r'[a-z0-9]{2,}x|[^"]{5,280}!'])
-def test_lazy_character_steps_equal_full_tables(pattern):
-    from deepinfer.constraints.chains import LazySteps, chain, loop_bits
-
-    trans = _lexeme(pattern).trans
-    full, lazy = loop_bits(trans), LazySteps(trans)
-    states = range(0, trans.shape[0], 7)
-    for q in states:
-        assert np.array_equal(lazy.steps[q], full.steps[q])
-    for q in states:
-        a, b = chain(full, q), chain(lazy, q)
-        assert (a is None) == (b is None)
-        if a is not None:
-            assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
 
 
 def _reference_digest(trans, accepting, state):
@@ -245,14 +128,14 @@ def test_key_trie_runs_equal_runs_without_the_loop_state(deepseek_compiler, deep
     monkeypatch.setattr(scan, "reference_pairs", lambda *a: paired.append(
         (len(a[6]), real_pairs(*a))) or paired[-1][1])
     states = [q for q in range(len(lex.trans)) if (lex.trans[q] >= 0).any()]
-    got = {q: _entries(fast, fast.run(lex.digest, lex.trans, lex.accepting, q, ROOT, fast.follow_id(follow)))
+    got = {q: run_entries(fast, fast.run(lex.digest, lex.trans, lex.accepting, q, ROOT, fast.follow_id(follow)))
            for q in states}
     assert sum(r is not None for r in used) >= 5
     assert any(len(left) < n for n, left in paired), "trie nodes should serve pairs from G's tail"
     monkeypatch.setattr(scan, "reference_state", lambda *args: None)
     slow = ScanCache(deepseek_vocab)
     for q in states:
-        want = _entries(slow, slow.run(lex.digest, lex.trans, lex.accepting, q, ROOT, slow.follow_id(follow)))
+        want = run_entries(slow, slow.run(lex.digest, lex.trans, lex.accepting, q, ROOT, slow.follow_id(follow)))
         assert got[q] == want, q
 
 
@@ -310,7 +193,7 @@ def test_compact_rows_lists_each_rows_runs(seed):
 def test_runs_are_shared_by_language_across_lexemes(deepseek_vocab, monkeypatch):
     """Two key lexemes with the same `": ?value` rest: the rest's states share their
     runs (one computation), and every run equals the run computed for that state alone."""
-    lexemes = [_lexeme(r'"ab": ?(-?[0-9]+|"[^"]{0,3}")'), _lexeme(r'"xyz": ?(-?[0-9]+|"[^"]{0,3}")')]
+    lexemes = [lexeme_of(r'"ab": ?(-?[0-9]+|"[^"]{0,3}")'), lexeme_of(r'"xyz": ?(-?[0-9]+|"[^"]{0,3}")')]
     follow = np.zeros(256, dtype=bool)
     follow[[ord(c) for c in ',} ']] = True
     fast = ScanCache(deepseek_vocab)
@@ -323,7 +206,7 @@ def test_runs_are_shared_by_language_across_lexemes(deepseek_vocab, monkeypatch)
     for lx, got in zip(lexemes, runs):
         for q, run in got.items():
             want = slow.run(lx.digest, lx.trans, lx.accepting, q, ROOT, slow.follow_id(follow))
-            assert _entries(fast, run) == _entries(slow, want), q
+            assert run_entries(fast, run) == run_entries(slow, want), q
 
 
 def test_scope_literal_index_equals_column_walk(deepseek_vocab):
@@ -335,7 +218,7 @@ def test_scope_literal_index_equals_column_walk(deepseek_vocab):
     follow = np.ones(256, dtype=bool)
     scopes = set()
     for pattern in [r'\{ ?', r'(, ?)|\[', r'[0-9]+', r'"[a-z]*"', r'true|false']:
-        lex = _lexeme(pattern)
+        lex = lexeme_of(pattern)
         for q in range(len(lex.trans)):
             run = scans.run(lex.digest, lex.trans, lex.accepting, q, ROOT, scans.follow_id(follow))
             if run.child is not None:
@@ -360,7 +243,7 @@ def test_small_child_scopes_walked_in_python_equal_vectorized(deepseek_vocab, mo
 
     follow = np.zeros(256, dtype=bool)
     follow[[ord(c) for c in ',} ]":0123456789tfn']] = True
-    lexemes = [_lexeme(p) for p in [r'\{ ?', r'(, ?)|\[', r'-?(0|[1-9][0-9]*)(\.[0-9]+)?', r'"[a-z]*"',
+    lexemes = [lexeme_of(p) for p in [r'\{ ?', r'(, ?)|\[', r'-?(0|[1-9][0-9]*)(\.[0-9]+)?', r'"[a-z]*"',
                                     r'true|false', r'"ab": ?']]
     scans = ScanCache(deepseek_vocab)
     fid = scans.follow_id(follow)
@@ -378,7 +261,7 @@ def test_small_child_scopes_walked_in_python_equal_vectorized(deepseek_vocab, mo
             for q in range(len(lex.trans)):
                 for scope_id in sorted(scopes):
                     run = cache._compute(lex.trans, lex.accepting, q, scope_id, follow, (lex.digest, fid))
-                    out[(lex.digest, q, scope_id)] = _entries(cache, run)
+                    out[(lex.digest, q, scope_id)] = run_entries(cache, run)
         return out
 
     fast = child_runs(scans)

@@ -19,7 +19,7 @@ from deepinfer.constraints.cfg.automaton_masks import scan_cache
 from deepinfer.constraints.cfg.native_walks import TokenTrie
 from deepinfer.constraints.cfg.scan import ROOT, ScanCache
 
-from test_cfg_speedups import FOLLOWS, LITERALS, PATTERNS, TRIE, _entries, _lexeme
+from scan_test_patterns import FOLLOWS, LITERALS, PATTERNS, TRIE, follow_sets, lexeme_of, run_entries
 
 pytestmark = pytest.mark.skipif(TokenTrie.of(ScanCache(Vocabulary.from_token_bytes([b"a"]))) is None,
                                 reason="no C compiler here (the numpy walks are used)")
@@ -54,7 +54,7 @@ def test_trie_walks_equal_brute_force():
     assert trie.nodes == len({w[:k] for w in words for k in range(1, len(w) + 1)})
     rng = np.random.default_rng(7)
     for pattern in [r'"([^"a]|a[^"b])[^"]*"', r"a*b?", r"[ab ]+", r"[^\x00-\x1f]{0,3}", r'"x"|,']:
-        lex = _lexeme(pattern)
+        lex = lexeme_of(pattern)
         for _ in range(3):
             follow = rng.random(256) < 0.5
             loops = scans._loops(lex.trans.reshape(-1, 256), lex.accepting, follow)
@@ -75,7 +75,7 @@ def test_trie_walks_equal_brute_force():
 
 def test_crossings_past_the_buffer_are_walked_again(deepseek_vocab):
     """A state accepting after any printable ASCII byte: ~100K crossings, past the first buffer."""
-    lex = _lexeme(r"[ -~]")
+    lex = lexeme_of(r"[ -~]")
     scans = ScanCache(deepseek_vocab)
     trie = TokenTrie.of(scans)
     follow = np.ones(256, dtype=bool)
@@ -89,12 +89,8 @@ def test_crossings_past_the_buffer_are_walked_again(deepseek_vocab):
 
 @pytest.mark.parametrize("pattern", PATTERNS + [TRIE] + LITERALS)
 def test_root_and_child_runs_equal_numpy_runs(deepseek_vocab, monkeypatch, pattern):
-    lex = _lexeme(pattern)
-    follows = []
-    for chars in FOLLOWS:
-        follow = np.zeros(256, dtype=bool)
-        follow[[ord(c) for c in chars]] = True
-        follows.append(follow)
+    lex = lexeme_of(pattern)
+    follows = follow_sets()
     states = [q for q in range(len(lex.trans)) if (lex.trans[q] >= 0).any()]
     native = ScanCache(deepseek_vocab)
     assert TokenTrie.of(native) is not None
@@ -103,10 +99,10 @@ def test_root_and_child_runs_equal_numpy_runs(deepseek_vocab, monkeypatch, patte
         fid = native.follow_id(follow)
         for q in states:
             run = native.run(lex.digest, lex.trans, lex.accepting, q, ROOT, fid)
-            got[q, i, None] = _entries(native, run)
+            got[q, i, None] = run_entries(native, run)
             if run.child is not None:  # the child scope read again from every state
                 for q2 in states[:6]:
-                    got[q, i, q2] = _entries(native, native.run(lex.digest, lex.trans, lex.accepting, q2,
+                    got[q, i, q2] = run_entries(native, native.run(lex.digest, lex.trans, lex.accepting, q2,
                                                                 run.child, fid))
     monkeypatch.setattr(scan.TokenTrie, "of", staticmethod(lambda scans: None))
     plain = ScanCache(deepseek_vocab)
@@ -115,7 +111,7 @@ def test_root_and_child_runs_equal_numpy_runs(deepseek_vocab, monkeypatch, patte
         run = plain.run(lex.digest, lex.trans, lex.accepting, q, ROOT, fid)
         if q2 is not None:
             run = plain.run(lex.digest, lex.trans, lex.accepting, q2, run.child, fid)
-        assert _entries(plain, run) == entries, (pattern, q, q2, FOLLOWS[i])
+        assert run_entries(plain, run) == entries, (pattern, q, q2, FOLLOWS[i])
 
 
 SCHEMAS = [
@@ -170,7 +166,7 @@ def test_native_language_keys_group_states_like_the_python_keys():
     python_ids, native_ids = {}, {}
     pairs = []
     for pattern in PATTERNS + [TRIE] + LITERALS + [r'"[^"]*"', r'"[^"\\]*"', r'[a-z]{0,70}']:
-        lex = _lexeme(pattern)
+        lex = lexeme_of(pattern)
         tables = compact_rows(lex.trans, lex.accepting)
         for q in range(len(lex.trans)):
             for limit in (4, 64):
@@ -187,7 +183,7 @@ def test_walks_from_many_threads_at_once_equal_one_at_a_time(deepseek_vocab):
     """ctypes releases the GIL during a walk: the shared output buffers are taken one walk at a time."""
     from concurrent.futures import ThreadPoolExecutor
 
-    lex = _lexeme(TRIE)
+    lex = lexeme_of(TRIE)
     follow = np.zeros(256, dtype=bool)
     follow[[ord(c) for c in ",}"]] = True
     trie = TokenTrie.of(ScanCache(deepseek_vocab))
