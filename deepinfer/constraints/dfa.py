@@ -67,7 +67,7 @@ def determinize(nfa: Nfa, limits: Limits) -> Dfa:
     NFAs (fast unions) and frozensets of indices for large ones."""
     deadline = budget_clock() + limits.time_budget_s
     classes = byte_classes(nfa)
-    native = subset_table(nfa, classes, limits.max_dfa_states, limits.time_budget_s)
+    native = subset_table(nfa, classes, limits.max_dfa_states, max(0.0, deadline - budget_clock()))
     if native is not None:  # the same construction, compiled (native_subset.py)
         return _finish(native[0], native[1], classes)
     num_classes = int(classes[-1]) + 1

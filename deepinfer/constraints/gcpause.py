@@ -9,6 +9,10 @@ Refcounting still frees the garbage, which is acyclic; the collector resumes
 (and sees each survivor once) when the last concurrent build ends. Leaves the
 collector alone if the application had disabled it.
 
+`settle_young()` runs one young-generation pass right after a compile that left
+more than a gen-0 threshold of new containers, so that pass is part of the compile
+instead of landing in the next mask steps.
+
 `freeze_once()` moves everything alive into the collector's permanent
 generation, once per process, after the big one-time imports (jsonschema's
 format checkers bring ~150k lark objects): full collections otherwise rescan

@@ -81,7 +81,7 @@ def subset_table(nfa, classes: np.ndarray, max_states: int, budget_s: float):
     if count == -1:
         raise ConstraintError(f"constraint too large: its automaton exceeds {max_states} DFA states")
     if count == -2:
-        raise ConstraintError(f"constraint too complex: determinization exceeded {budget_s:g} s")
+        raise ConstraintError(f"constraint too complex: determinization exceeded its time budget ({budget_s:.3g} s were left)")
     if count < 0:
         raise MemoryError("subset construction: out of memory")
     try:
