@@ -20,7 +20,7 @@ from .json_refs import Node
 from .json_text import value_text
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .json_schema import Lowerer
+    from .json_lowerer import Lowerer
 
 UNIQUE_NOTE = "uniqueItems enforced by the matcher (distinct item values) at"
 MAX_UNIQUE_VALUES = 6  # uniqueItems over a finite item set: all orders of up to this many values

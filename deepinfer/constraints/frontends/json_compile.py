@@ -48,7 +48,8 @@ def compile_json_schema(compiler, schema, **options):
 
 
 def _compile(compiler, schema, options, CompiledConstraint, is_recursive, build_nfa):
-    from .json_schema import LOWER_TIME_BUDGET_S, load_schema, lower_json_schema, unsplit
+    from .json_lowerer import LOWER_TIME_BUDGET_S
+    from .json_schema import load_schema, lower_json_schema, unsplit
 
     _warm_jsonschema()
     t0, cpu0 = time.perf_counter(), budget_clock()

@@ -1,14 +1,12 @@
-"""Normalizing JSON Schema objects and merging them (`allOf`, `$ref` with siblings).
+"""Merging normalized JSON Schema objects (`allOf`, `$ref` with siblings).
 
-Owns the canonical form the lowering works on: `$ref`s followed, `allOf`
-folded in, draft differences removed (draft-04 boolean `exclusive*`, draft-07
-array `items` + `additionalItems` vs `prefixItems`, `dependencies` split into
-`dependentRequired`/`dependentSchemas`, `const` as a one-value `enum`), and
-sub-schemas wrapped as `Node`s so they keep their pointer and base URI.
-Merging is exact: `additionalProperties` keeps its per-member meaning (a name
-one member declares is "additional" to the other), and anything that cannot be
-merged exactly raises MergeError naming the keyword. Where each property was
-declared (for member order across members) is kept by json_order. Knows nothing about IR.
+Owns `merge`: the conjunction of two normalized dicts (json_normalize) as one,
+exactly. `additionalProperties` keeps its per-member meaning (a name one member
+declares is "additional" to the other), and anything that cannot be merged
+exactly raises MergeError naming the keyword. Also owns the small helpers every
+normalized dict is read with (`type_set`, `canon`, `synthetic`, `property_view`).
+Where each property was declared (for member order across members) is kept by
+json_order. Knows nothing about IR, nor how a raw schema becomes a normalized dict.
 """
 
 from __future__ import annotations
@@ -16,26 +14,13 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
 
-from .json_order import (ANY_OF_POS, COND_POS, ONE_OF_POS, ORDER_KEYS, POS, follow, merge_positions, ordered,
-                         shifted)
-from .json_refs import Node, Refs
+from .json_order import ORDER_KEYS, POS, follow, merge_positions, ordered
+from .json_refs import Node
 
-ANNOTATIONS = {"title", "description", "default", "examples", "example", "$comment", "$schema", "$id",
-               "id", "$anchor", "$dynamicAnchor", "definitions", "$defs", "deprecated", "readOnly",
-               "writeOnly", "contentEncoding", "contentMediaType", "contentSchema", "$vocabulary"}
-VALIDATION = {"type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum",
-              "exclusiveMinimum", "maxLength", "minLength", "pattern", "format", "items", "prefixItems",
-              "additionalItems", "contains", "minContains", "maxContains", "maxItems", "minItems",
-              "uniqueItems", "properties", "patternProperties", "additionalProperties", "propertyNames",
-              "maxProperties", "minProperties", "required", "dependentRequired", "dependentSchemas",
-              "dependencies", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "$ref",
-              "$dynamicRef", "$recursiveRef", "unevaluatedProperties", "unevaluatedItems"}
 TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
 _LOWER_BOUNDS = ("minLength", "minItems", "minProperties", "minContains")
 _UPPER_BOUNDS = ("maxLength", "maxItems", "maxProperties", "maxContains")
-MAX_MERGE_DEPTH = 40
 MAX_PRODUCT = 64
 
 
@@ -65,125 +50,6 @@ def canon(value) -> str:
 
 def synthetic(schema: dict, like: Node) -> Node:
     return Node(schema, like.ptr, like.base)
-
-
-class Normalizer:
-    def __init__(self, refs: Refs, ignored: frozenset = frozenset()):
-        self.refs = refs
-        self.ignored = ignored  # keywords the document's draft does not have (see Lowerer)
-
-    def normalize(self, node: Node, depth: int = 0) -> dict | bool:
-        """The canonical dict of a schema (True/False for boolean schemas)."""
-        s = node.schema
-        if isinstance(s, bool):
-            return s
-        if not isinstance(s, dict):
-            raise MergeError(node.ptr, f"a schema must be an object or a boolean, not {type(s).__name__}")
-        if depth > MAX_MERGE_DEPTH:
-            raise MergeError(node.ptr, "$ref/allOf chain too deep (a schema that includes itself)")
-        out: dict[str, Any] = {}
-        members: list[tuple[Node, tuple]] = []  # (member, its position prefix: see json_order)
-        for k, (key, value) in enumerate(s.items()):
-            if key not in VALIDATION or key in self.ignored:
-                continue
-            if key == "$ref":
-                members.append((self.refs.resolve(value, node.base), (k,)))
-            elif key == "allOf":
-                members.extend((node.child("allOf", i), (k, i)) for i in range(len(value)))
-            else:
-                self._put(out, node, key, value)
-                _record_position(out, key, k)
-        self._finish(out, node)
-        out["_sources"] = [node]
-        result: dict | bool = out
-        for member, prefix in members:
-            other = shifted(self.normalize(member, depth + 1), prefix)
-            result = merge(result, other, member)
-            if result is False:
-                return False
-        return result
-
-    def _put(self, out: dict, node: Node, key: str, value) -> None:
-        ptr = f"{node.ptr}/{key}"
-        if key in ("properties", "patternProperties", "dependentSchemas"):
-            if not isinstance(value, dict):
-                raise MergeError(ptr, f"{key} must be an object")
-            out[key] = {name: node.child(key, name) for name in value}
-        elif key in ("anyOf", "oneOf"):
-            if not isinstance(value, list) or not value:
-                raise MergeError(ptr, f"{key} must be a non-empty array")
-            branches = [node.child(key, i) for i in range(len(value))]
-            if key == "anyOf":
-                out[key] = branches
-            else:  # a list of oneOfs, so that allOf members with one each can be merged
-                out["_oneOfs"] = [branches]
-        elif key == "if":
-            s = node.schema
-            out["_conds"] = [(node.child("if"), node.child("then") if "then" in s else None,
-                              node.child("else") if "else" in s else None)]
-        elif key in ("then", "else"):
-            pass  # without `if` they have no effect; with it they are taken above
-        elif key == "items" and isinstance(value, list):  # draft-07 tuple form
-            out["prefixItems"] = [node.child(key, i) for i in range(len(value))]
-            out["_tuple"] = True
-        elif key == "prefixItems":
-            out[key] = [node.child(key, i) for i in range(len(value))]
-        elif key in ("items", "additionalItems", "additionalProperties", "contains", "propertyNames",
-                     "not"):
-            out[key] = node.child(key)
-        elif key == "dependencies":
-            for name, dep in value.items():
-                if isinstance(dep, list):
-                    out.setdefault("dependentRequired", {})[name] = list(dep)
-                else:
-                    out.setdefault("dependentSchemas", {})[name] = node.child(key, name)
-        elif key in ("const", "enum"):
-            values = [value] if key == "const" else list(value) if isinstance(value, list) else None
-            if values is None:
-                raise MergeError(ptr, "enum must be an array")
-            if "enum" in out:
-                keep = {canon(v) for v in out["enum"]}
-                values = [v for v in values if canon(v) in keep]
-            out["enum"] = values
-        elif key == "type":
-            names = [value] if isinstance(value, str) else list(value)
-            bad = [t for t in names if t not in TYPES]
-            if bad:
-                raise MergeError(ptr, f"unknown type {bad[0]!r}")
-            out["type"] = _types(names)
-        else:
-            out[key] = value
-
-    def _finish(self, out: dict, node: Node) -> None:
-        """Draft differences: boolean exclusive*, items/additionalItems."""
-        for excl, bound in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
-            if isinstance(out.get(excl), bool):
-                flag = out.pop(excl)
-                if flag and bound in out:
-                    out[excl] = out.pop(bound)
-        if out.pop("_tuple", False):
-            rest = out.pop("additionalItems", None)
-            out.pop("items", None)
-            if rest is not None:
-                out["items"] = rest
-        else:
-            out.pop("additionalItems", None)  # without tuple items it has no effect
-
-
-def _record_position(out: dict, key: str, k: int) -> None:
-    """Where this schema object declares its properties and branches (key index k)."""
-    if key == "properties" and "properties" in out:
-        out[POS] = {name: (k, j) for j, name in enumerate(out["properties"])}
-    elif key == "oneOf":
-        out[ONE_OF_POS] = [(out["_oneOfs"][0], (k,))]
-    elif key == "anyOf":
-        out[ANY_OF_POS] = (k,)
-    elif key == "if":
-        out[COND_POS] = [(out["_conds"][0], (k,))]
-
-
-def _types(names) -> frozenset:
-    return frozenset(names)
 
 
 def type_set(schema: dict) -> frozenset:
@@ -280,7 +146,7 @@ def _divides(x, y) -> bool:
     return False
 
 
-def _view(schema: dict, name: str) -> Node | None:
+def property_view(schema: dict, name: str) -> Node | None:
     """What a member says about property `name` (None: nothing, any value)."""
     if name in schema.get("properties", {}):
         return schema["properties"][name]
@@ -300,7 +166,7 @@ def _merge_objects(out: dict, a: dict, b: dict, where: Node) -> None:
     if names:
         props = {}
         for name in names:
-            views = [v for v in (_view(a, name), _view(b, name)) if v is not None]
+            views = [v for v in (property_view(a, name), property_view(b, name)) if v is not None]
             props[name] = views[0] if len(views) == 1 else both(*views)
         out["properties"] = props
     pa, pb = a.get("patternProperties"), b.get("patternProperties")

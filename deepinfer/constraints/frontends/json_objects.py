@@ -1,39 +1,29 @@
 """Objects of a normalized JSON Schema -> IR.
 
 Owns the member grammar: declared properties in declaration order (required
-ones present, optional ones omittable), then additional members whose names
-are not declared names (exactly: a complemented trie of the declared names),
-with `patternProperties`, `additionalProperties` and `propertyNames` deciding
-which additional names and values are allowed. Presence constraints
-(`minProperties`/`maxProperties`, `dependentRequired`, required-only
-`dependentSchemas`, and `not: {required}` from composition as `_forbid`) are
-enforced by a small state machine over the declared properties, unrolled into
-the IR. Knows nothing about arrays, scalars or refs.
+ones present, optional ones omittable), then additional members (one such
+member is json_additional's: which undeclared names and values are allowed).
+Presence constraints (`minProperties`/`maxProperties`, `dependentRequired`,
+required-only `dependentSchemas`, and `not: {required}` from composition as
+`_forbid`) are enforced by a small state machine over the declared
+properties, unrolled into the IR. Knows nothing about arrays, scalars or refs.
 """
 
 from __future__ import annotations
 
-import re
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from deepinfer.constraints import dfa_ops, ir
-from deepinfer.constraints.ir import CharClass, Expr, alt, optional, repeat, seq
+from deepinfer.constraints import ir
+from deepinfer.constraints.ir import Expr, alt, optional, repeat, seq
 
-from .json_merge import synthetic
-from .json_numbers import words
-from .json_pattern import PatternError, parse_pattern
-from .json_words import minus_words
-from .json_refs import Node
-from .json_not_in import encoded_not_in, not_in
+from .json_additional import additional_member, member_text, name_matches
 from .json_order import META
-from .json_text import encode_expr, encode_text, quoted
+from .json_refs import Node
+from .json_text import encode_text
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .json_schema import Lowerer
+    from .json_lowerer import Lowerer
 
-MAX_SPLIT_PATTERNS = 3  # patternProperties split exactly into 2^n name regions
-MAX_SPLIT_STATES = 64  # ... when each pattern's automaton is this small
 MAX_COUNTED_OPTIONAL = 10  # min/maxProperties > 1 unroll 2^k paths over this many optional members
 
 
@@ -95,7 +85,7 @@ class _ObjectLowering:
             self.lw.unsupported(f"{self.ptr}/minProperties", "minProperties",
                                 f"min/maxProperties over {optional_count} optional properties")
             self.cap = 0
-        self.additional = self._additional()
+        self.additional = additional_member(self.lw, self.d, self.node, self.names)
         body = self._state(0, True, 0, frozenset())
         if self._distinct_cut:
             message = ("objects reaching minProperties only with several undeclared members are not "
@@ -110,151 +100,14 @@ class _ObjectLowering:
 
     def _member(self, name: str) -> Expr:
         schemas = [self.props[name]] if name in self.props else []
-        matches = [n for p, n in self.pp.items() if _search(p, name)]
+        matches = [n for p, n in self.pp.items() if name_matches(p, name)]
         if not schemas and not matches and self.addl is not None:
             schemas = [self.addl]
         schemas += matches
         names_schema = self.d.get("propertyNames")
         if names_schema is not None and not self.lw.valid(name, names_schema):
             return ir.NOTHING
-        if not schemas:
-            value = self.lw.any_value()
-        elif len(schemas) == 1:
-            value = self.lw.lower(schemas[0])
-        else:
-            value = self.lw.lower(synthetic({"allOf": schemas}, schemas[0]))
-        if value == ir.NOTHING:
-            return ir.NOTHING
-        return seq(quoted(encode_text(name)), self.ws.colon, value)
-
-    def _additional(self) -> Expr:
-        """One additional member (name not declared), or NOTHING."""
-        addl_norm = self.lw.normalize(self.addl) if self.addl is not None else True
-        if self.pp and self.d.get("propertyNames") is None:
-            split = self._split_patterns(addl_norm)
-            if split is not None:
-                return split
-        values: list[Node] = [self.addl] if self.addl is not None and addl_norm is not True else []
-        if self.pp:
-            pp_values = [n for n in self.pp.values() if self.lw.normalize(n) is not True]
-            if addl_norm is False:
-                key_lang = alt(*(self._pattern_minus_declared(p) for p in self.pp))
-                values = pp_values if len(pp_values) <= 1 else pp_values
-                if len(pp_values) > 1:
-                    self.lw.note(f"{self.ptr or '/'}/patternProperties: additional members satisfy every "
-                                 f"pattern's schema (sound; overlapping patterns are not computed)")
-            else:
-                key_lang = None  # the complement of the declared names
-                if pp_values:
-                    self.lw.note(f"{self.ptr or '/'}/patternProperties: undeclared members satisfy the "
-                                 f"pattern schemas whatever their name (sound, not exact)")
-                values = values + pp_values
-        elif addl_norm is False:
-            return ir.NOTHING
-        else:
-            key_lang = None
-        if key_lang is None and self.d.get("propertyNames") is None:
-            # the plain complement of the names, encoded in the walk that builds it (json_not_in);
-            # never empty (the names are finite)
-            encoded = encoded_not_in(self.names)
-        else:
-            key_lang = self._property_names(not_in(self.names) if key_lang is None else key_lang)
-            if key_lang == ir.NOTHING:
-                return ir.NOTHING
-            encoded = encode_expr(key_lang)
-        if not values:  # undeclared members: unconstrained values, one level less deep
-            value = self.lw.any_value(self.lw.additional_depth())
-        elif len(values) == 1:
-            value = self.lw.lower(values[0])
-        else:
-            value = self.lw.lower(synthetic({"allOf": values}, values[0]))
-        if value == ir.NOTHING:
-            return ir.NOTHING
-        return seq(quoted(encoded), self.ws.colon, value)
-
-    def _split_patterns(self, addl_norm) -> Expr | None:
-        """Exact additional members: the names are split into the regions of the patterns'
-        Venn diagram; a name matching exactly the patterns S takes allOf(S) (none: the
-        additionalProperties schema). None when that cannot be computed."""
-        if len(self.pp) > MAX_SPLIT_PATTERNS or (len(self.pp) == 1 and addl_norm is False):
-            return None  # one pattern and nothing else: the plain lowering is exact already
-        try:
-            dfas = [dfa_ops.expr_dfa(parse_pattern(p, exact=True)) for p in self.pp]
-            if any(x is not None and x.num_states > MAX_SPLIT_STATES for x in dfas):
-                return None  # counting patterns ({1,255}): regions would be large expressions
-            nodes = list(self.pp.values())
-            if addl_norm is False and all(dfa_ops.intersect(dfas[i], dfas[j]) is None
-                                          for i in range(len(dfas)) for j in range(i + 1, len(dfas))):
-                # disjoint patterns: each name region is one pattern's own language
-                return alt(*(self._additional_member(
-                    minus_words(parse_pattern(p), [n for n in self.names if _search(p, n)]), node,
-                    self.lw.normalize(node)) for p, node in self.pp.items()))
-            parts = []
-            for mask in range(1 << len(dfas)):
-                region = _ANY_TEXT()
-                for i, lang in enumerate(dfas):
-                    inside = mask >> i & 1
-                    region = dfa_ops.intersect(region, lang if inside else dfa_ops.complement(lang, _ANY_TEXT()))
-                    if region is None:
-                        break
-                if region is None:
-                    continue
-                members = [nodes[i] for i in range(len(nodes)) if mask >> i & 1]
-                if not members:
-                    node, norm = self.addl, addl_norm
-                elif len(members) == 1:
-                    node, norm = members[0], self.lw.normalize(members[0])
-                else:
-                    node = synthetic({"allOf": members}, members[0])
-                    norm = self.lw.normalize(node)
-                if norm is False:
-                    continue
-                key = minus_words(dfa_ops.to_expr(region), self.names)
-                parts.append(self._additional_member(key, node, norm))
-        except (dfa_ops.DfaOpError, PatternError):
-            return None
-        return alt(*parts) if parts else ir.NOTHING
-
-    def _additional_member(self, key: Expr, node, norm) -> Expr:
-        if key == ir.NOTHING or norm is False:
-            return ir.NOTHING
-        value = self.lw.any_value(self.lw.additional_depth()) if norm is True else self.lw.lower(node)
-        return seq(quoted(encode_expr(key)), self.ws.colon, value) if value != ir.NOTHING else ir.NOTHING
-
-    def _pattern_minus_declared(self, pattern: str) -> Expr:
-        try:
-            lang = parse_pattern(pattern)
-        except PatternError as exc:
-            self.lw.unsupported(f"{self.ptr}/patternProperties", "patternProperties", f"{pattern!r}: {exc}")
-            return ir.NOTHING
-        return minus_words(lang, [n for n in self.names if _search(pattern, n)])
-
-    def _property_names(self, key_lang: Expr) -> Expr:
-        """Additional names must also be valid `propertyNames` (pattern or enum forms)."""
-        pn = self.d.get("propertyNames")
-        if pn is None:
-            return key_lang
-        n = self.lw.normalize(pn)
-        if n is True:
-            return key_lang
-        if n is False:
-            return ir.NOTHING
-        keys = {k for k in n if k not in META}  # markers (`_oneOfs`, `_conds`, `_patterns`...) constrain too
-        if keys <= {"type", "enum"} and "enum" in n:
-            names = [v for v in n["enum"] if isinstance(v, str) and v not in self.names]
-            if key_lang != not_in(self.names):
-                self.lw.unsupported(f"{self.ptr}/propertyNames", "propertyNames",
-                                    "propertyNames enum together with patternProperties")
-            return words(names) if names else ir.NOTHING
-        if keys <= {"type", "pattern"} and "pattern" in n and key_lang == not_in(self.names):
-            try:
-                return minus_words(parse_pattern(n["pattern"]), self.names)
-            except PatternError as exc:
-                self.lw.unsupported(f"{self.ptr}/propertyNames", "propertyNames", str(exc))
-                return key_lang
-        self.lw.unsupported(f"{self.ptr}/propertyNames", "propertyNames",
-                            f"propertyNames with {sorted(keys)} is not enforced here")
-        return key_lang
+        return member_text(self.lw, encode_text(name), schemas)
 
     # --------------------------------------------------- presence machine
     def _state(self, i: int, first: bool, count: int, bits: frozenset) -> Expr:
@@ -310,15 +163,3 @@ class _ObjectLowering:
         if hi == 0:
             return ir.EMPTY
         return some if lo > 0 else optional(some)
-
-
-@lru_cache(maxsize=None)
-def _ANY_TEXT():
-    return dfa_ops.expr_dfa(repeat(CharClass.any_char()))
-
-
-def _search(pattern: str, name: str) -> bool:
-    try:
-        return re.search(pattern, name) is not None
-    except re.error:
-        return False

@@ -2,8 +2,8 @@
 
 Owns `minLength`/`maxLength`/`pattern`/`format` (a regular language over the
 decoded characters, then JSON-encoded character by character), numeric bounds
-and `multipleOf` (via json_numbers), and excluded values (`_not_enum`, from
-`not: {enum}` and `oneOf`). Knows nothing about objects, arrays or refs.
+and `multipleOf` (via json_numbers and json_decimals), and excluded values
+(`_not_enum`, from `not: {enum}` and `oneOf`). Knows nothing about objects, arrays or refs.
 """
 
 from __future__ import annotations
@@ -15,17 +15,18 @@ from deepinfer.constraints import dfa_ops, ir
 from deepinfer.constraints.ir import CharClass, Expr, alt, literal, optional, repeat, seq
 
 from .json_formats import format_expr
+from .json_decimals import number_text
 from .json_numbers import (INT_TEXT, MAX_ENUMERATED, NUMBER_TEXT, Bounds, RangeError, int_range, integer_bounds,
-                           integer_text, multiples_window, number_text, window_values, words)
+                           integer_text, multiples_window, window_values)
 from .json_length import bound_length
 from .json_pattern import PatternError, parse_pattern
 from .json_not_in import not_in
-from .json_words import minus_words
+from .json_words import minus_words, words
 from .json_refs import Node
 from .json_text import ANY_CHAR, COUNTED_CHAR, DIGIT, encode_expr, quoted
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .json_schema import Lowerer
+    from .json_lowerer import Lowerer
 
 LONG_STRING = 128
 FRACTIONAL = seq(optional(literal("-")), INT_TEXT, literal("."), repeat(DIGIT), CharClass.of([(49, 57)]),

@@ -1,10 +1,11 @@
-"""A regular language minus a finite set of words, exactly, on the IR.
+"""Finite sets of words on the IR: spelled out, or taken out of a regular language.
 
-Owns Brzozowski derivatives and first-character restriction over IR
-expressions (literals, classes, sequences, alternations, bounded repetition),
-used to take declared property names out of `patternProperties` and
-`propertyNames` languages and excluded values out of string languages.
-Knows only the IR.
+Owns `words` (a finite set as a trie-shaped alternation) and `minus_words`
+(a regular language minus a finite set, exactly): Brzozowski derivatives and
+first-character restriction over IR expressions (literals, classes, sequences,
+alternations, bounded repetition), used to take declared property names out of
+`patternProperties` and `propertyNames` languages and excluded values out of
+string languages. Knows only the IR.
 """
 
 from __future__ import annotations
@@ -20,13 +21,30 @@ def minus_words(e: Expr, words) -> Expr:
     words = [w for w in dict.fromkeys(words)]
     if not words:
         return e
+    return _minus(e, _trie(words))
+
+
+def words(items) -> Expr:
+    """A finite set of strings as a trie-shaped alternation (shared prefixes)."""
+    return _trie_expr(_trie(items))
+
+
+def _trie(items) -> dict:
+    """Nested dicts, one level a character; the key "" marks the end of a word."""
     trie: dict = {}
-    for w in words:
+    for w in items:
         node = trie
         for ch in w:
             node = node.setdefault(ch, {})
         node[""] = True
-    return _minus(e, trie)
+    return trie
+
+
+def _trie_expr(node: dict) -> Expr:
+    parts = []
+    for ch, child in node.items():
+        parts.append(ir.EMPTY if ch == "" else seq(ir.literal(ch), _trie_expr(child)))
+    return alt(*parts) if parts else ir.NOTHING
 
 
 def _minus(e: Expr, node: dict) -> Expr:

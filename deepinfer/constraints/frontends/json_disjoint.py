@@ -1,0 +1,94 @@
+"""Whether two normalized schemas provably admit no common value (for `oneOf`).
+
+Owns the conservative disjointness test composition relies on: a `oneOf`
+branch need not be negated against a branch it cannot overlap, and a bare
+`oneOf` of pairwise disjoint branches is a plain union. "Disjoint" is only
+answered when it is certain (no shared instance type, an `enum` no value of
+which the other side admits, a required property whose schemas cannot both
+hold); anything else counts as overlapping, which costs alternatives, never
+soundness. Knows nothing about IR or negation.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .json_merge import property_view, type_set
+from .json_refs import Node
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .json_lowerer import Lowerer
+
+
+def value_types(values) -> frozenset:
+    out = set()
+    for v in values:
+        if v is None:
+            out.add("null")
+        elif isinstance(v, bool):
+            out.add("boolean")
+        elif isinstance(v, (int, float)):
+            out |= {"number", "integer"} if float(v).is_integer() else {"number"}
+        elif isinstance(v, str):
+            out.add("string")
+        elif isinstance(v, list):
+            out.add("array")
+        else:
+            out.add("object")
+    return frozenset(out)
+
+
+def effective_types(d: dict) -> frozenset:
+    types = set(type_set(d))
+    if "number" in types:
+        types.add("integer")
+    if "enum" in d:
+        types &= value_types(d["enum"])
+    return frozenset(types)
+
+
+def disjoint(lw: "Lowerer", a, b, depth: int = 0) -> bool:
+    """True if no instance is valid against both normalized schemas (conservative)."""
+    if a is False or b is False:
+        return True
+    if a is True or b is True or depth > 4:
+        return False
+    common = effective_types(a) & effective_types(b)
+    if not common:
+        return True
+    for x, y in ((a, b), (b, a)):
+        if "enum" in x and not [v for v in x["enum"]
+                                if all(lw.valid(v, _positive(s)) for s in y["_sources"])]:
+            return True
+    if common <= {"object"}:
+        return _objects_disjoint(lw, a, b, depth)
+    return False
+
+
+def _objects_disjoint(lw: "Lowerer", a: dict, b: dict, depth: int) -> bool:
+    for x, y in ((a, b), (b, a)):
+        for name in x.get("required", []):
+            view = property_view(y, name)
+            if view is not None and lw.normalize(view) is False:
+                return True
+            if name in y.get("required", []):
+                vx, vy = property_view(x, name), property_view(y, name)
+                if vx is not None and vy is not None and disjoint(
+                        lw, lw.normalize(vx), lw.normalize(vy), depth + 1):
+                    return True
+    return False
+
+
+# Composition keywords a disjointness test must not consult: a source holding the very oneOf (or
+# not / if) being decided would judge a value by the exclusion the test is meant to justify
+# (`oneOf: [{}, {const: 2}]`: 2 is invalid against the whole schema only because both branches
+# admit it). Without them a source admits more values, so fewer branch pairs count as disjoint:
+# sound, possibly more alternatives.
+_DECIDED = ("oneOf", "anyOf", "allOf", "not", "if", "then", "else", "dependentSchemas")
+
+
+def _positive(node: Node) -> Node:
+    s = node.schema
+    if isinstance(s, dict) and any(k in s for k in _DECIDED):
+        return Node({k: v for k, v in s.items() if k not in _DECIDED}, node.ptr, node.base)
+    return node

@@ -1,0 +1,184 @@
+"""`not` as a union of normalized schemas: d ∧ ¬n as a list of alternatives.
+
+Owns negation by De Morgan over a schema's keywords, each negated within its
+instance type (e.g. ¬required[a,b] is "an object without all of a, b"; a
+non-object satisfies `required`, so it is not in the negation), `¬oneOf` as
+"none of the branches, or two at once", and the markers (`_not_enum`,
+`_forbid`, `_not_patterns`, ...) that carry negations the schema keywords
+cannot say. Keywords whose negation is not regular or not implemented are
+left out when that is sound (noted) and reported through
+`Lowerer.unsupported` when it is not. Knows nothing about IR, nor about how
+composition combines the alternatives.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .json_disjoint import disjoint
+from .json_merge import property_view, synthetic, type_set
+from .json_order import META
+from .json_refs import Node
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .json_lowerer import Lowerer
+
+MAX_ALTERNATIVES = 256  # per composite schema (json_composition) and per negated oneOf
+_NUMERIC = frozenset({"number", "integer"})
+# keyword -> (types it applies to, negated keyword, transform of the value)
+_BOUND_NEGATIONS = {
+    "minimum": (_NUMERIC, "exclusiveMaximum", lambda v: v),
+    "exclusiveMinimum": (_NUMERIC, "maximum", lambda v: v),
+    "maximum": (_NUMERIC, "exclusiveMinimum", lambda v: v),
+    "exclusiveMaximum": (_NUMERIC, "minimum", lambda v: v),
+    "minLength": (frozenset({"string"}), "maxLength", lambda v: v - 1),
+    "maxLength": (frozenset({"string"}), "minLength", lambda v: v + 1),
+    "minItems": (frozenset({"array"}), "maxItems", lambda v: v - 1),
+    "maxItems": (frozenset({"array"}), "minItems", lambda v: v + 1),
+    "minProperties": (frozenset({"object"}), "maxProperties", lambda v: v - 1),
+    "maxProperties": (frozenset({"object"}), "minProperties", lambda v: v + 1),
+}
+
+
+class Negation:
+    def __init__(self, lowerer: "Lowerer"):
+        self.lw = lowerer
+
+    def negate(self, d: dict, neg: Node, ptr: str) -> list:
+        """Alternatives whose union is d ∧ ¬neg."""
+        n = self.lw.normalize(neg)
+        if n is False:
+            return [d]
+        if n is True:
+            return []
+        named = {"_oneOfs": "oneOf", "_conds": "if", "_forbid": "not(required)", "_not_enum": "not(enum)"}
+        keys = [named.get(k, k) for k in n if k not in META]
+        if not keys:
+            return []
+        if keys == ["not"]:
+            return [self.lw.merged(d, self.lw.normalize(n["not"]), n["not"])]
+        if keys == ["anyOf"]:
+            alts = [d]
+            for branch in n["anyOf"]:
+                alts = [y for a in alts for y in self.negate(a, branch, ptr) if y is not False]
+            return alts
+        out, dropped = [], []
+        for key in keys:
+            part = self._negate_keyword(d, n, key, ptr)
+            if part is None:
+                dropped.append(key)
+            else:
+                out.extend(part)
+        out = [a for a in out if a is not False and type_set(a)]
+        if dropped:
+            # ¬n is the union of its keywords' negations: leaving some out is a sound subset
+            if not out:
+                self.lw.unsupported(f"{ptr}/{dropped[0]}", "not",
+                                    f"the negation of `{dropped[0]}` is not enforced")
+                return [d]
+            self.lw.note(f"{ptr or '/'}: instances that violate only {', '.join(dropped)} of this "
+                         f"(negated) schema are excluded (sound, not exact)")
+        return out
+
+    def _negate_keyword(self, d: dict, n: dict, key: str, ptr: str) -> list:
+        value = n.get(key)
+        if key == "type":
+            if "integer" in value and "number" not in value and "number" in type_set(d):
+                rest = _with_types(d, type_set(d) - value - {"number"})
+                fraction = _with_types(d, {"number"})
+                fraction["_not_integer"] = True  # json_scalars.lower_number: non-integral numbers
+                return [rest, fraction]
+            return [_with_types(d, type_set(d) - value - ({"integer"} if "number" in value else set()))]
+        if key == "not":  # ¬¬X = X
+            return [self.lw.merged(d, self.lw.normalize(value), value)]
+        if key == "pattern":  # ¬(p1 ∧ p2 ...) on strings: a string failing one of them
+            alts = []  # non-strings satisfy `pattern`: they are not in its negation
+            for p in [value] + list(n.get("_patterns", [])):
+                a = _with_types(d, type_set(d) & {"string"})
+                a["_not_patterns"] = list(d.get("_not_patterns", [])) + [p]
+                alts.append(a)
+            return alts
+        if key == "oneOf":  # ¬oneOf: none of the branches, or two of them at once
+            return self._negate_one_of(d, n["_oneOfs"], ptr)
+        if key == "items" and "prefixItems" not in n and "contains" not in d:
+            # some item fails the items schema: contains ¬items
+            a = _with_types(d, type_set(d) & {"array"})
+            a["contains"] = synthetic({"not": value}, value)
+            return [a]
+        if key in ("dependentSchemas", "dependentRequired"):  # a present name whose dependency fails
+            where, out = Node({}, ptr, ""), []
+            for name, dep in value.items():
+                a = self.lw.merged(_with_types(d, type_set(d) & {"object"}),
+                                   {"required": [name], "_sources": []}, where)
+                if key == "dependentSchemas":
+                    out.extend(self.negate(a, dep, f"{ptr}/dependentSchemas/{name}"))
+                else:
+                    for other in dep:
+                        b = dict(a)
+                        b["_forbid"] = list(a.get("_forbid", [])) + [[other]]
+                        out.append(b)
+            return out
+        if key == "multipleOf":  # numbers that are not multiples (integers only: json_scalars)
+            a = _with_types(d, type_set(d) & _NUMERIC)
+            a["_not_multiple_of"] = list(d.get("_not_multiple_of", [])) + [value]
+            return [a]
+        if key == "_not_multiple_of":  # ¬(not a multiple of any) = a multiple of one of them
+            where = Node({}, ptr, "")
+            return [self.lw.merged(_with_types(d, type_set(d) & _NUMERIC), {"multipleOf": m, "_sources": []},
+                                   where) for m in value]
+        if key == "_not_integer":  # ¬(number ⇒ not integral) = an integer
+            return [_with_types(d, type_set(d) & {"integer", "number"} and {"integer"})]
+        if key == "_patterns":
+            return []  # negated together with `pattern`
+        if key == "_not_patterns":  # ¬(string ⇒ ¬p) = a string matching p
+            where = Node({}, ptr, "")
+            return [self.lw.merged(_with_types(d, type_set(d) & {"string"}), {"pattern": p, "_sources": []},
+                                   where) for p in value]
+        if key == "enum":
+            out = dict(d)
+            out["_not_enum"] = list(d.get("_not_enum", [])) + list(value)
+            return [out]
+        if key == "required":
+            out = _with_types(d, type_set(d) & {"object"})
+            out["_forbid"] = list(d.get("_forbid", [])) + [list(value)]
+            return [out]  # non-objects satisfy `required`: they are not in its negation
+        if key == "properties":
+            alts = []  # non-objects satisfy `properties`
+            for name, sub in value.items():
+                a = _with_types(d, type_set(d) & {"object"})
+                a["required"] = list(dict.fromkeys(list(a.get("required", [])) + [name]))
+                props = dict(a.get("properties", {}))
+                props[name] = synthetic({"allOf": [x for x in (property_view(d, name),) if x is not None]
+                                         + [synthetic({"not": sub}, sub)]}, sub)
+                a["properties"] = props
+                alts.append(a)
+            return alts
+        if key in _BOUND_NEGATIONS:
+            group, neg_key, transform = _BOUND_NEGATIONS[key]
+            inside = _with_types(d, type_set(d) & (group | ({"number"} if "integer" in group else set())))
+            inside = self.lw.merged(inside, {neg_key: transform(value), "_sources": []}, Node({}, ptr, ""))
+            return [inside]  # other types satisfy the bound: they are not in its negation
+        return None  # not expressible here
+
+    def _negate_one_of(self, d: dict, one_ofs: list, ptr: str) -> list:
+        out = []
+        for branches in one_ofs:
+            none = [d]
+            for b in branches:
+                none = [y for a in none for y in self.negate(a, b, ptr) if y is not False]
+                if len(none) > MAX_ALTERNATIVES:
+                    raise self.lw.fail(ptr, f"composition expands to more than {MAX_ALTERNATIVES} alternatives")
+            out.extend(none)
+            normal = [self.lw.normalize(b) for b in branches]
+            for i in range(len(branches)):
+                for j in range(i + 1, len(branches)):
+                    if not disjoint(self.lw, normal[i], normal[j]):
+                        both = self.lw.merged(self.lw.merged(d, normal[i], branches[i]), normal[j], branches[j])
+                        out.append(both)
+        return out
+
+
+def _with_types(d: dict, types) -> dict:
+    out = dict(d)
+    out["type"] = frozenset(types)
+    return out

@@ -1,0 +1,169 @@
+"""Normalizing one JSON Schema object into the canonical dict the lowering works on.
+
+Owns the canonical form: `$ref`s followed and `allOf` members folded in (by
+json_merge's exact `merge`), draft differences removed (draft-04 boolean
+`exclusive*`, draft-07 array `items` + `additionalItems` vs `prefixItems`,
+`dependencies` split into `dependentRequired`/`dependentSchemas`, `const` as a
+one-value `enum`, the keywords the declared draft lacks dropped: `draft_keywords`),
+sub-schemas wrapped as `Node`s so they keep their pointer and base URI, and the
+vocabulary of keywords that validate (VALIDATION) or only annotate. Where each property and branch was declared is recorded for
+json_order. Knows nothing about IR, and nothing about how two members combine.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .json_merge import TYPES, MergeError, canon, merge
+from .json_order import ANY_OF_POS, COND_POS, ONE_OF_POS, POS, shifted
+from .json_refs import Node, Refs
+
+ANNOTATIONS = {"title", "description", "default", "examples", "example", "$comment", "$schema", "$id",
+               "id", "$anchor", "$dynamicAnchor", "definitions", "$defs", "deprecated", "readOnly",
+               "writeOnly", "contentEncoding", "contentMediaType", "contentSchema", "$vocabulary"}
+VALIDATION = {"type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum",
+              "exclusiveMinimum", "maxLength", "minLength", "pattern", "format", "items", "prefixItems",
+              "additionalItems", "contains", "minContains", "maxContains", "maxItems", "minItems",
+              "uniqueItems", "properties", "patternProperties", "additionalProperties", "propertyNames",
+              "maxProperties", "minProperties", "required", "dependentRequired", "dependentSchemas",
+              "dependencies", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "$ref",
+              "$dynamicRef", "$recursiveRef", "unevaluatedProperties", "unevaluatedItems"}
+MAX_MERGE_DEPTH = 40
+_NEWER_KEYWORDS = frozenset({"prefixItems", "dependentSchemas", "dependentRequired", "minContains", "maxContains"})
+
+
+def draft_keywords(root) -> tuple[bool, frozenset]:
+    """(whether the document declares a draft before 2019-09, the keywords its draft does not have)."""
+    # Drafts before 2019-09 have no prefixItems, dependentSchemas, dependentRequired,
+    # minContains or maxContains: jsonschema ignores them there, and so must the grammar (honoured
+    # inside an `if` or `oneOf`, or as `minContains: 0`, they let through what the schema rejects).
+    schema_uri = root.get("$schema", "") if isinstance(root, dict) else ""
+    legacy_draft = isinstance(schema_uri, str) and any(
+        f"draft-0{n}" in schema_uri for n in (3, 4, 6, 7))
+    # And the reverse: a document that declares 2019-09 has no `dependencies`, 2020-12 neither
+    # `additionalItems`. A document without `$schema` keeps the draft-07 reading of both.
+    ignored = _NEWER_KEYWORDS if legacy_draft else frozenset()
+    if isinstance(schema_uri, str) and "2019-09" in schema_uri:
+        ignored = frozenset({"dependencies"})
+    elif isinstance(schema_uri, str) and "2020-12" in schema_uri:
+        ignored = frozenset({"dependencies", "additionalItems"})
+    return legacy_draft, ignored
+
+
+class Normalizer:
+    def __init__(self, refs: Refs, ignored: frozenset = frozenset()):
+        self.refs = refs
+        self.ignored = ignored  # keywords the document's draft does not have (draft_keywords)
+
+    def normalize(self, node: Node, depth: int = 0) -> dict | bool:
+        """The canonical dict of a schema (True/False for boolean schemas)."""
+        s = node.schema
+        if isinstance(s, bool):
+            return s
+        if not isinstance(s, dict):
+            raise MergeError(node.ptr, f"a schema must be an object or a boolean, not {type(s).__name__}")
+        if depth > MAX_MERGE_DEPTH:
+            raise MergeError(node.ptr, "$ref/allOf chain too deep (a schema that includes itself)")
+        out: dict[str, Any] = {}
+        members: list[tuple[Node, tuple]] = []  # (member, its position prefix: see json_order)
+        for k, (key, value) in enumerate(s.items()):
+            if key not in VALIDATION or key in self.ignored:
+                continue
+            if key == "$ref":
+                members.append((self.refs.resolve(value, node.base), (k,)))
+            elif key == "allOf":
+                members.extend((node.child("allOf", i), (k, i)) for i in range(len(value)))
+            else:
+                self._put(out, node, key, value)
+                _record_position(out, key, k)
+        self._finish(out, node)
+        out["_sources"] = [node]
+        result: dict | bool = out
+        for member, prefix in members:
+            other = shifted(self.normalize(member, depth + 1), prefix)
+            result = merge(result, other, member)
+            if result is False:
+                return False
+        return result
+
+    def _put(self, out: dict, node: Node, key: str, value) -> None:
+        ptr = f"{node.ptr}/{key}"
+        if key in ("properties", "patternProperties", "dependentSchemas"):
+            if not isinstance(value, dict):
+                raise MergeError(ptr, f"{key} must be an object")
+            out[key] = {name: node.child(key, name) for name in value}
+        elif key in ("anyOf", "oneOf"):
+            if not isinstance(value, list) or not value:
+                raise MergeError(ptr, f"{key} must be a non-empty array")
+            branches = [node.child(key, i) for i in range(len(value))]
+            if key == "anyOf":
+                out[key] = branches
+            else:  # a list of oneOfs, so that allOf members with one each can be merged
+                out["_oneOfs"] = [branches]
+        elif key == "if":
+            s = node.schema
+            out["_conds"] = [(node.child("if"), node.child("then") if "then" in s else None,
+                              node.child("else") if "else" in s else None)]
+        elif key in ("then", "else"):
+            pass  # without `if` they have no effect; with it they are taken above
+        elif key == "items" and isinstance(value, list):  # draft-07 tuple form
+            out["prefixItems"] = [node.child(key, i) for i in range(len(value))]
+            out["_tuple"] = True
+        elif key == "prefixItems":
+            out[key] = [node.child(key, i) for i in range(len(value))]
+        elif key in ("items", "additionalItems", "additionalProperties", "contains", "propertyNames",
+                     "not"):
+            out[key] = node.child(key)
+        elif key == "dependencies":
+            for name, dep in value.items():
+                if isinstance(dep, list):
+                    out.setdefault("dependentRequired", {})[name] = list(dep)
+                else:
+                    out.setdefault("dependentSchemas", {})[name] = node.child(key, name)
+        elif key in ("const", "enum"):
+            values = [value] if key == "const" else list(value) if isinstance(value, list) else None
+            if values is None:
+                raise MergeError(ptr, "enum must be an array")
+            if "enum" in out:
+                keep = {canon(v) for v in out["enum"]}
+                values = [v for v in values if canon(v) in keep]
+            out["enum"] = values
+        elif key == "type":
+            names = [value] if isinstance(value, str) else list(value)
+            bad = [t for t in names if t not in TYPES]
+            if bad:
+                raise MergeError(ptr, f"unknown type {bad[0]!r}")
+            out["type"] = _types(names)
+        else:
+            out[key] = value
+
+    def _finish(self, out: dict, node: Node) -> None:
+        """Draft differences: boolean exclusive*, items/additionalItems."""
+        for excl, bound in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
+            if isinstance(out.get(excl), bool):
+                flag = out.pop(excl)
+                if flag and bound in out:
+                    out[excl] = out.pop(bound)
+        if out.pop("_tuple", False):
+            rest = out.pop("additionalItems", None)
+            out.pop("items", None)
+            if rest is not None:
+                out["items"] = rest
+        else:
+            out.pop("additionalItems", None)  # without tuple items it has no effect
+
+
+def _record_position(out: dict, key: str, k: int) -> None:
+    """Where this schema object declares its properties and branches (key index k)."""
+    if key == "properties" and "properties" in out:
+        out[POS] = {name: (k, j) for j, name in enumerate(out["properties"])}
+    elif key == "oneOf":
+        out[ONE_OF_POS] = [(out["_oneOfs"][0], (k,))]
+    elif key == "anyOf":
+        out[ANY_OF_POS] = (k,)
+    elif key == "if":
+        out[COND_POS] = [(out["_conds"][0], (k,))]
+
+
+def _types(names) -> frozenset:
+    return frozenset(names)

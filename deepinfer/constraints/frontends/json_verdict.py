@@ -1,0 +1,80 @@
+"""The verdict of a JSON Schema on concrete JSON values.
+
+Owns `Verdict.valid` (is this value valid against this, possibly synthetic,
+Node: `jsonschema`'s answer, with json_quick_valid's shortcut and the
+synthetic `allOf`/`not` nodes of merges and negations taken apart first) and
+`markers_allow` (the constraints composition adds to a normalized dict as
+markers rather than as schema sources). Used to filter `enum`/`const` values
+and declared names. Knows nothing about IR or the lowering's rules.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from deepinfer.constraints.dfa import budget_clock
+
+from .json_merge import canon
+from .json_quick_valid import quick_valid
+from .json_refs import Node, Refs
+
+
+class Verdict:
+    def __init__(self, refs: Refs, fail, credit):
+        self.refs = refs
+        self.fail = fail  # (ptr, message) -> the ConstraintError to raise
+        self.credit = credit  # (seconds): time that is not lowering work, given back to the budget
+        self._validators: dict[str, Any] = {}
+
+    def valid(self, value, node: Node) -> bool:
+        """`jsonschema`'s verdict for `value` against a (possibly synthetic) Node."""
+        s = node.schema
+        if isinstance(s, dict) and any(isinstance(m, Node) for m in s.get("allOf", [])):
+            return all(self.valid(value, m) for m in s["allOf"])
+        if isinstance(s, dict) and isinstance(s.get("not"), Node):
+            return not self.valid(value, s["not"])
+        quick = quick_valid(value, s)  # string enums under plain string schemas: no jsonschema call
+        if quick is not None:
+            return quick
+        validator = self._validator()
+        try:
+            sub = validator.evolve(schema=s)
+            if node.base != self.refs.root.base:
+                sub = validator.evolve(schema={"$id": node.base, **s}) if isinstance(s, dict) else sub
+            return sub.is_valid(value)
+        except Exception as exc:  # noqa: BLE001 - a schema jsonschema cannot evaluate
+            raise self.fail(node.ptr, f"cannot evaluate enum/const against this schema: {exc}") from None
+
+    def _validator(self):
+        v = self._validators.get("root")
+        if v is None:
+            started = budget_clock()  # a first import of jsonschema's format checkers takes seconds:
+            import jsonschema           # not lowering work, so not counted against the budget
+
+            root = self.refs.root.schema
+            cls = jsonschema.validators.validator_for(root, default=jsonschema.Draft202012Validator)
+            v = self._validators["root"] = cls(root, format_checker=cls.FORMAT_CHECKER)
+            self.credit(budget_clock() - started)
+        return v
+
+
+def markers_allow(d: dict, v) -> bool:
+    """Constraints that composition adds as markers rather than as schema sources."""
+    if isinstance(v, str):
+        if any(re.search(p, v) is None for p in d.get("_patterns", [])):
+            return False
+        if any(re.search(p, v) is not None for p in d.get("_not_patterns", [])):
+            return False
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and d.get("_not_integer"):
+        if float(v).is_integer():
+            return False
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        if any(float(v).is_integer() and int(v) % m == 0 for m in d.get("_not_multiple_of", [])
+               if isinstance(m, int) and m > 0):
+            return False
+    if canon(v) in {canon(x) for x in d.get("_not_enum", [])}:
+        return False
+    if isinstance(v, dict) and any(all(n in v for n in group) for group in d.get("_forbid", [])):
+        return False
+    return True
