@@ -1,12 +1,12 @@
 """Printing IR expressions back as readable EBNF (`ir.to_ebnf`, used by `str(grammar)`).
 
-Split out of ir.py (which re-exports `to_ebnf`) to keep that module about the nodes
-and their constructors. Knows only the IR node classes.
+Split out of ir.py (which re-exports `to_ebnf`) to keep that module about grammars.
+Knows only the IR node classes (ir_nodes.py).
 """
 
 from __future__ import annotations
 
-from .ir import Alt, CharClass, Expr, Literal, Repeat, RuleRef, Seq
+from .ir_nodes import Alt, CharClass, Expr, Literal, Repeat, RuleRef, Seq
 
 def to_ebnf(expr: Expr) -> str:
     """Print one expression in EBNF (the same notation xgrammar prints)."""
