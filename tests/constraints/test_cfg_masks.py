@@ -126,7 +126,7 @@ def test_cfg_back_end_agrees_with_regular_back_end(deepseek_compiler, name):
 
 
 def test_tail_recursion_becomes_a_starred_prefix():
-    from deepinfer.constraints.cfg.lexemes import unroll_tail_recursion
+    from deepinfer.constraints.cfg.recursion import unroll_tail_recursion
     from deepinfer.constraints.frontends.ebnf import lower_grammar
 
     g = unroll_tail_recursion(lower_grammar(GRAMMARS["unary_chain"][0]))

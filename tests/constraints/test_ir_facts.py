@@ -6,7 +6,7 @@ import pytest
 
 from deepinfer.constraints import ir
 from deepinfer.constraints.cfg.lexeme import Lexeme, analyze
-from deepinfer.constraints.cfg.lexemes import nonregular_rules
+from deepinfer.constraints.cfg.recursion import nonregular_rules
 from deepinfer.constraints.dfa import Limits
 from deepinfer.constraints.frontends.json_schema import lower_json_schema
 from deepinfer.constraints.frontends.regex import parse_regex
