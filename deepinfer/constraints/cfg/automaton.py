@@ -34,6 +34,7 @@ from .lexemes import Bnf, lexeme_index
 from .heads import head_for, install_composed
 from .literal_runs import expr_literal
 from .scan import ScanCache
+from .state_masks import automaton_uid
 from .threads import AT_START, HEAD, STUCK, Thread  # noqa: F401  (Thread: re-export)
 
 MAX_FORCED = 4096
@@ -57,6 +58,7 @@ class CfgAutomaton(CfgMasks):
     def __init__(self, bnf: Bnf, vocab: Vocabulary) -> None:
         self.bnf = bnf
         self.vocab = vocab
+        self.uid = automaton_uid()  # names its states in the shared mask memo (state_masks.py)
         self.parser = Parser(bnf)
         self.lexemes = bnf.lexemes
         self.follow_bytes = follow_first_bytes(bnf, self.parser.nullable)

@@ -21,6 +21,7 @@ from ..vocab import Vocabulary
 from .earley import Chart
 from .literal_runs import literal_scope
 from .scan import MAX_ENTRIES, ROOT, ScanCache
+from .state_masks import recall, remember, state_key, state_masks
 from .threads import HEAD, STUCK
 
 if TYPE_CHECKING:
@@ -40,6 +41,16 @@ class CfgMasks:
     """Mask exploration for CfgAutomaton (see the module docstring)."""
 
     def fill_mask(self, state: CfgState, row: np.ndarray) -> None:
+        key = state_key(self.uid, state.chart, state.threads)
+        if key is not None:
+            remembered = state_masks(self.vocab)
+            if recall(remembered, key, row):
+                return
+        self._compute_mask(state, row)
+        if key is not None:
+            remember(remembered, key, row)
+
+    def _compute_mask(self, state: CfgState, row: np.ndarray) -> None:
         rows: list[np.ndarray] = []
         ids: list[np.ndarray] = []
         scans = scan_cache(self.vocab)

@@ -9,9 +9,14 @@ Handles left recursion and ambiguity. Knows nothing about bytes or tokens.
 
 from __future__ import annotations
 
+import itertools
+from array import array
 from dataclasses import dataclass, field
 
 from .lexemes import START, Bnf
+
+MAX_INTERNED = 1 << 13  # item sets remembered per parser before the table restarts (MaskBench
+# cases use at most ~700; a few MB per parser at most)
 
 
 @dataclass(eq=False, slots=True)  # slots: no per-set __dict__ (sets are built inside mask steps)
@@ -28,6 +33,10 @@ class ItemSet:
     # This set's own predictions: dotted ids (origin: this set) by next symbol. Shared between
     # sets that predict the same nonterminals (Parser.predictions), never written to.
     predicted: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    # Canonical id: equal for two sets (of any charts) with the same items once each origin
+    # index is replaced by its set's id, so everything that follows from them is equal too
+    # (state_masks.py keys whole masks on it); -1 when not interned. The initial set is 0.
+    sid: int = -1
 
 
 class Chart:
@@ -75,6 +84,8 @@ class Parser:
         self.dotted_mask = (1 << self.shift) - 1
         self.nullable = _nullable(bnf, num_nt)
         self._prepare_predictions(bnf, num_nt)
+        self._sids: dict[bytes, int] = {}
+        self._next_sid = itertools.count(1)  # never reused, also across a restart of _sids
 
     def _prepare_predictions(self, bnf: Bnf, num_nt: int) -> None:
         """Static part of every item set: the items a prediction of X adds all have
@@ -111,7 +122,7 @@ class Parser:
 
     def initial_chart(self) -> Chart:
         predicted, lexemes = self.predictions(frozenset([START]))
-        return Chart([ItemSet({}, self.nullable[START], lexemes, predicted=predicted)], 1)
+        return Chart([ItemSet({}, self.nullable[START], lexemes, predicted=predicted, sid=0)], 1)
 
     def predictions(self, xs: frozenset) -> tuple[dict[int, tuple[int, ...]], tuple[int, ...]]:
         """(dotted ids by next symbol, lexeme symbols among those) of the items a set adds
@@ -200,7 +211,38 @@ class Parser:
                         todo.append(new)
         own, own_lexemes = self.predictions(frozenset(xs)) if xs else ({}, ())
         lexemes = tuple(dict.fromkeys([s for s in waiting if s < 0] + list(own_lexemes)))
-        return ItemSet(waiting, accepting, lexemes, predicted=own)
+        return ItemSet(waiting, accepting, lexemes, predicted=own,
+                       sid=self._intern(chart, waiting, accepting))
+
+    def _intern(self, chart: Chart, waiting: dict[int, list[int]], accepting: bool) -> int:
+        """The canonical id of a set with these items (see ItemSet.sid). Its predictions
+        follow from `waiting`, its completed items matter only through `accepting`.
+        Why bytes: the key is kept, and bytes are not scanned by the cyclic GC."""
+        shift, mask = self.shift, self.dotted_mask
+        of_origin: dict[int, int] = {}
+        canon = []
+        for items in waiting.values():
+            for item in items:
+                o = item >> shift
+                sid = of_origin.get(o)
+                if sid is None:
+                    sid = of_origin[o] = chart[o].sid
+                    if sid < 0:
+                        return -1
+                canon.append((item & mask) | (sid << shift))
+        canon.sort()
+        try:
+            key = array("Q", canon).tobytes() + (b"\1" if accepting else b"\0")
+        except OverflowError:  # ids past 2**64 >> shift: stop interning
+            return -1
+        sids = self._sids
+        sid = sids.get(key)
+        if sid is None:
+            if len(sids) >= MAX_INTERNED:
+                sids.clear()  # later equal sets get new ids: less sharing, never a wrong one
+            # setdefault and the counter are atomic: two threads never give one id to two keys
+            sid = sids.setdefault(key, next(self._next_sid))
+        return sid
 
 
 def _nullable(bnf: Bnf, num_nt: int) -> list[bool]:

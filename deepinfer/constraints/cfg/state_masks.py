@@ -1,0 +1,81 @@
+"""Whole masks of the context-free automaton, remembered per canonical parser state.
+
+A CfgState's mask depends only on its last item set, its threads and the sets they
+started at; Earley gives every set a canonical id (earley.py `ItemSet.sid`) that is
+equal across charts exactly when the items are, so (automaton, last set id, threads
+with their origin sets' ids) names the mask whatever request, position or chart the
+state is in. Why: a schema served again (or an array of like objects) passes through
+the same states, and recomputing their masks is most of a step that is not cold.
+
+Rows are kept in a per-vocabulary LRU bounded in bytes; a row with few nonzero words
+is kept as its fill word
+(0 or all ones) and the (indices, values) of the other words. Knows nothing about how masks are computed.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from ..regular import MaskCache
+from ..vocab import Vocabulary
+
+STATE_MASK_BYTES = 128 << 20  # per vocabulary
+SPARSE = 4  # keep only the nonzero words when fewer than 1/SPARSE of them are nonzero
+
+_uids = itertools.count(1)
+
+
+def automaton_uid() -> int:
+    """A number no other automaton of this process has (the first part of its keys)."""
+    return next(_uids)
+
+
+def state_masks(vocab: Vocabulary) -> MaskCache:
+    cache = vocab.mask_cache.get("cfg_states")
+    if cache is None:
+        cache = vocab.mask_cache.setdefault("cfg_states", MaskCache(STATE_MASK_BYTES))
+    return cache
+
+
+def state_key(uid: int, chart, threads) -> tuple[int, ...] | None:
+    """(uid, last set id, then lexeme, origin set id, DFA code per thread), or None
+    when a set involved is not interned."""
+    last = chart[len(chart) - 1].sid
+    if last < 0:
+        return None
+    key = [uid, last]
+    for lex, origin, q in threads:
+        sid = chart[origin].sid
+        if sid < 0:
+            return None
+        key += (lex, sid, q)
+    return tuple(key)
+
+
+def recall(cache: MaskCache, key, row: np.ndarray) -> bool:
+    """Write the remembered mask of `key` into row (int32 [words]); False if none."""
+    kept = cache.get(key)
+    if kept is None:
+        return False
+    if kept.shape[0] == row.shape[0]:
+        np.copyto(row, kept)
+    else:  # sparse: the fill word, then the other words' indices, then their values
+        half = kept.shape[0] // 2
+        row[:] = kept[0]
+        row[kept[1:half + 1]] = kept[half + 1:]
+    return True
+
+
+def remember(cache: MaskCache, key, row: np.ndarray) -> None:
+    """Keep a read-only copy of row: dense, or the words that differ from all-zero
+    (few tokens allowed) or from all-ones (string contents: almost every token)."""
+    kept = row.copy()
+    for fill in (0, -1):
+        other = np.flatnonzero(row != fill)
+        if other.shape[0] * SPARSE < row.shape[0]:
+            kept = np.concatenate([np.array([fill], dtype=np.int32), other.astype(np.int32), row[other]])
+            break
+    kept.flags.writeable = False
+    cache.put(key, kept)

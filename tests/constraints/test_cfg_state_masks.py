@@ -1,0 +1,119 @@
+"""The whole-mask memo of the context-free automaton (cfg/state_masks.py) and the
+canonical item-set ids it keys on (cfg/earley.py ItemSet.sid)."""
+
+from __future__ import annotations
+
+import random
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from deepinfer.constraints import GrammarCompiler, Vocabulary
+from deepinfer.constraints.cfg import earley
+from deepinfer.constraints.cfg.state_masks import recall, remember, state_key, state_masks
+from deepinfer.constraints.regular import MaskCache
+
+from cfg_test_helpers import cfg_compiled
+
+NESTED = 'start: item ("," item)*\nitem: "[" item? "]" | "x"\n'
+SCHEMA = {"type": "array", "items": {"type": "object", "properties": {
+    "a": {"type": "integer"}, "b": {"type": "array", "items": {"type": "string"}}}}}
+
+
+@pytest.fixture(scope="module")
+def vocab() -> Vocabulary:
+    tokens: list[bytes | None] = [bytes([b]) for b in range(256)]
+    tokens += [t.encode() for t in ['{"', '":', '", "', '},', '],', '[[', ']]', '12', ', ', '"a', 'a"', '[]']]
+    tokens.append(None)
+    return Vocabulary.from_token_bytes(tokens, eos_ids=[len(tokens) - 1])
+
+
+def _key(automaton, state):
+    return state_key(automaton.uid, state.chart, state.threads)
+
+
+def _mask(automaton, state, words: int, memo: bool) -> np.ndarray:
+    row = np.full(words, 7, dtype=np.int32)  # garbage: every path must overwrite all of it
+    (automaton.fill_mask if memo else automaton._compute_mask)(state, row)
+    return row
+
+
+def test_equal_items_get_equal_ids_across_charts(vocab):
+    automaton = cfg_compiled(GrammarCompiler(vocab), NESTED).automaton
+    start = automaton.initial_state()
+    after_x = automaton.advance_bytes(start, b"[x]")
+    after_brackets = automaton.advance_bytes(start, b"[[x]]")
+    # Different charts (4 vs 6 sets), same parse state once origins are named by content:
+    # the last "]" closes the outermost item either way.
+    assert len(after_x.chart) != len(after_brackets.chart)
+    assert _key(automaton, after_x) == _key(automaton, after_brackets) is not None
+    # ...and a state with other items gets another key.
+    assert _key(automaton, automaton.advance_bytes(start, b"[x")) != _key(automaton, after_x)
+    words = vocab.words
+    assert np.array_equal(_mask(automaton, after_x, words, False), _mask(automaton, after_brackets, words, False))
+
+
+def test_keys_differ_between_automata_of_one_grammar(vocab):
+    compiler = GrammarCompiler(vocab)
+    a = cfg_compiled(compiler, NESTED).automaton
+    b = cfg_compiled(GrammarCompiler(vocab), NESTED).automaton
+    assert a is not b
+    assert _key(a, a.initial_state()) != _key(b, b.initial_state())
+
+
+def _walk_compare(automaton, vocab, seed: int, steps: int) -> int:
+    """Random walks (restarting when a sentence ends); at every step the memoized mask
+    must equal a fresh computation. Returns the number of distinct masks seen."""
+    rng, state, words, seen = random.Random(seed), automaton.initial_state(), vocab.words, set()
+    for step in range(steps):
+        fresh = _mask(automaton, state, words, memo=False)
+        assert np.array_equal(_mask(automaton, state, words, memo=True), fresh), step
+        assert np.array_equal(_mask(automaton, state, words, memo=True), fresh), step  # a hit
+        seen.add(fresh.tobytes())
+        allowed = [t for t in np.flatnonzero(np.unpackbits(fresh.view(np.uint8), bitorder="little"))
+                   if t < vocab.size and t not in vocab.eos_ids]
+        state = automaton.next_state(state, rng.choice(allowed)) if allowed else automaton.initial_state()
+        assert state is not None
+    return len(seen)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_memoized_masks_equal_computed_ones(vocab, seed):
+    compiled = GrammarCompiler(vocab).compile_json_schema(SCHEMA)
+    assert _walk_compare(compiled.automaton, vocab, seed, 60) > 5
+
+
+def test_interning_table_restart_keeps_masks_exact(vocab, monkeypatch):
+    monkeypatch.setattr(earley, "MAX_INTERNED", 3)  # restarts every few sets
+    automaton = cfg_compiled(GrammarCompiler(vocab), NESTED).automaton
+    for seed in range(3):
+        _walk_compare(automaton, vocab, seed, 40)
+
+
+def test_sets_without_an_id_are_not_memoized():
+    interned, loose = SimpleNamespace(sid=4), SimpleNamespace(sid=-1)
+    assert state_key(1, [interned, interned], [(0, 1, 5)]) == (1, 4, 0, 4, 5)
+    assert state_key(1, [interned, loose], []) is None           # the last set
+    assert state_key(1, [loose, interned], [(0, 0, 5)]) is None  # a thread's origin
+
+
+@pytest.mark.parametrize("fill", [0, -1])
+@pytest.mark.parametrize("others", [0, 1, 3, 24, 25, 40, 100])
+def test_rows_round_trip_sparse_and_dense(fill, others):
+    cache, words = MaskCache(1 << 20), 100
+    row = np.full(words, fill, dtype=np.int32)
+    row[np.random.default_rng(others).choice(words, others, replace=False)] = 5 + np.arange(others)
+    remember(cache, ("k",), row)
+    kept = cache.get(("k",))
+    assert kept.nbytes <= row.nbytes and (others >= 25) == (kept.shape[0] == words)
+    out = np.full(words, 9, dtype=np.int32)
+    assert recall(cache, ("k",), out)
+    assert np.array_equal(out, row)
+    assert not recall(cache, ("other",), out)
+
+
+def test_the_memo_is_per_vocabulary(vocab):
+    other = Vocabulary.from_token_bytes([b"a", b"b", None], eos_ids=[2])
+    assert state_masks(vocab) is state_masks(vocab)
+    assert state_masks(vocab) is not state_masks(other)
