@@ -22,7 +22,7 @@ from . import ir
 from .automaton import TokenAutomaton
 from .dfa import Limits, determinize
 from .errors import ConstraintError
-from .gcpause import gc_paused, settle_young
+from .gcpause import freeze_survivors, gc_paused
 from .frontends.regex import lower_regex
 from .nfa import build_nfa
 from .regular import RegularAutomaton
@@ -93,7 +93,7 @@ class GrammarCompiler:
                 return hit
         with gc_paused():
             compiled = build()
-        settle_young()
+        freeze_survivors()  # the compiled automaton is long-lived: out of full GC passes
         with self._lock:
             self._cache[key] = compiled
             while len(self._cache) > self.cache_size:

@@ -16,3 +16,56 @@ def test_freeze_once_freezes_and_keeps_collector_on():
     with gcpause.gc_paused():
         assert not gc.isenabled()
     assert gc.isenabled()
+
+
+class _Node:
+    """A weak-referenceable object that can sit in a reference cycle."""
+
+
+def _compile_new(tag: int) -> None:
+    from deepinfer.constraints import GrammarCompiler, Vocabulary
+
+    vocab = Vocabulary.from_token_bytes([b"a", b"b", b"ab", None], eos_ids=[3])
+    GrammarCompiler(vocab).compile_regex(f"(ab){{{tag}}}")
+
+
+def test_a_compile_freezes_what_is_alive(monkeypatch):
+    monkeypatch.setattr(gcpause, "MIN_FROZEN_BEFORE_PASS", 10**12)  # no full pass here
+    before = gc.get_freeze_count()
+    kept = [[] for _ in range(1000)]  # alive containers: frozen by the compile
+    _compile_new(1)
+    assert gc.get_freeze_count() >= before + len(kept)
+    assert gc.isenabled()
+
+
+def test_frozen_cycles_are_collected_once_the_frozen_heap_doubles(monkeypatch):
+    import weakref
+
+    monkeypatch.setattr(gcpause, "MIN_FROZEN_BEFORE_PASS", 10**12)
+    node = _Node()
+    node.self = node  # a cycle: only the collector frees it
+    ref = weakref.ref(node)
+    _compile_new(2)  # freezes the cycle
+    del node
+    gc.collect()
+    assert ref() is not None  # frozen: full passes skip it
+    monkeypatch.setattr(gcpause, "MIN_FROZEN_BEFORE_PASS", 0)
+    monkeypatch.setattr(gcpause, "_frozen_after_pass", 1)  # the frozen heap has "doubled"
+    _compile_new(3)
+    assert ref() is None  # unfreeze + full pass inside that compile
+    assert gc.get_freeze_count() > 0 and gcpause._frozen_after_pass > 1
+
+
+def test_opt_out_and_collector_off_freeze_nothing(monkeypatch):
+    monkeypatch.setattr(gcpause, "MIN_FROZEN_BEFORE_PASS", 10**12)
+    monkeypatch.setenv("DEEPINFER_GC_FREEZE", "0")
+    before = gc.get_freeze_count()
+    _compile_new(4)
+    assert gc.get_freeze_count() == before
+    monkeypatch.delenv("DEEPINFER_GC_FREEZE")
+    gc.disable()
+    try:
+        _compile_new(5)
+        assert gc.get_freeze_count() == before and not gc.isenabled()
+    finally:
+        gc.enable()
