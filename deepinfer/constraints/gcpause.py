@@ -18,10 +18,11 @@ IR and automaton: ~1M containers once a cache holds a few hundred big schemas) g
 the permanent generation, so full passes stop rescanning it (measured on MaskBench's
 500 cases: GC time inside mask steps 6.0 -> 1.5 s, the longest mask step 0.9 s ->
 40-60 ms). Frozen objects are still freed by reference counting; cycles among them
-(recursive IR rules, and whatever the application had alive) wait until the frozen
-count has doubled since the last such pass: then one unfreeze + full collection, inside
-that compile, so memory held by frozen garbage stays bounded and full passes run
-O(log heap) times. DEEPINFER_GC_FREEZE=0 turns it off (settle_young() only).
+(recursive IR rules, and whatever the application had alive) wait for the next
+unfreeze + full pass, run inside a compile after 64 compiles, then after twice as many
+each time up to every 1024 (so frozen garbage stays bounded; counted in compiles
+because gc.get_freeze_count() walks the whole frozen list, ~50 ms on such a heap).
+DEEPINFER_GC_FREEZE=0 turns it off (settle_young() only).
 
 `freeze_once()` moves everything alive into the collector's permanent
 generation, once per process, after the big one-time imports (jsonschema's
@@ -42,8 +43,10 @@ _gc_lock = threading.Lock()
 _gc_depth = 0
 _frozen = False
 _unfreeze_at_exit = False
-_frozen_after_pass = 0  # freeze count right after the last unfreeze + full collection
-MIN_FROZEN_BEFORE_PASS = 200_000  # no full pass while less than this is frozen
+FIRST_PASS_AFTER = 64        # compiles before the first unfreeze + full pass
+MAX_COMPILES_BETWEEN_PASSES = 1024
+_compiles_since_pass = 0
+_compiles_between_passes = FIRST_PASS_AFTER
 
 
 @contextlib.contextmanager
@@ -91,22 +94,23 @@ def freeze_once() -> None:
 
 
 def freeze_survivors() -> None:
-    """After a compile: freeze what is alive; one full pass when the frozen heap has
-    doubled since the last (see the module docstring). Leaves the collector alone when
-    the application turned it off, inside a paused build, or with DEEPINFER_GC_FREEZE=0."""
-    global _frozen_after_pass
+    """After a compile: freeze what is alive; now and then one full pass first (see
+    the module docstring). Leaves the collector alone when the application turned it
+    off, inside a paused build, or with DEEPINFER_GC_FREEZE=0."""
+    global _compiles_since_pass, _compiles_between_passes
     if os.environ.get("DEEPINFER_GC_FREEZE", "1") == "0":
         settle_young()
         return
     with _gc_lock:
         if _gc_depth or not gc.isenabled():
             return
-        _freeze()
-        if gc.get_freeze_count() > max(2 * _frozen_after_pass, MIN_FROZEN_BEFORE_PASS):
+        _compiles_since_pass += 1
+        if _compiles_since_pass >= _compiles_between_passes:
+            _compiles_since_pass = 0
+            _compiles_between_passes = min(2 * _compiles_between_passes, MAX_COMPILES_BETWEEN_PASSES)
             gc.unfreeze()
             gc.collect()
-            _freeze()
-            _frozen_after_pass = gc.get_freeze_count()
+        _freeze()
 
 
 def _freeze() -> None:

@@ -30,7 +30,7 @@ def _compile_new(tag: int) -> None:
 
 
 def test_a_compile_freezes_what_is_alive(monkeypatch):
-    monkeypatch.setattr(gcpause, "MIN_FROZEN_BEFORE_PASS", 10**12)  # no full pass here
+    monkeypatch.setattr(gcpause, "_compiles_between_passes", 10**9)  # no full pass here
     before = gc.get_freeze_count()
     kept = [[] for _ in range(1000)]  # alive containers: frozen by the compile
     _compile_new(1)
@@ -38,10 +38,10 @@ def test_a_compile_freezes_what_is_alive(monkeypatch):
     assert gc.isenabled()
 
 
-def test_frozen_cycles_are_collected_once_the_frozen_heap_doubles(monkeypatch):
+def test_frozen_cycles_are_collected_by_the_next_pass(monkeypatch):
     import weakref
 
-    monkeypatch.setattr(gcpause, "MIN_FROZEN_BEFORE_PASS", 10**12)
+    monkeypatch.setattr(gcpause, "_compiles_between_passes", 10**9)
     node = _Node()
     node.self = node  # a cycle: only the collector frees it
     ref = weakref.ref(node)
@@ -49,15 +49,16 @@ def test_frozen_cycles_are_collected_once_the_frozen_heap_doubles(monkeypatch):
     del node
     gc.collect()
     assert ref() is not None  # frozen: full passes skip it
-    monkeypatch.setattr(gcpause, "MIN_FROZEN_BEFORE_PASS", 0)
-    monkeypatch.setattr(gcpause, "_frozen_after_pass", 1)  # the frozen heap has "doubled"
+    monkeypatch.setattr(gcpause, "_compiles_between_passes", 2)
+    monkeypatch.setattr(gcpause, "_compiles_since_pass", 1)  # the next compile is the 2nd
     _compile_new(3)
     assert ref() is None  # unfreeze + full pass inside that compile
-    assert gc.get_freeze_count() > 0 and gcpause._frozen_after_pass > 1
+    assert gc.get_freeze_count() > 0
+    assert gcpause._compiles_since_pass == 0 and gcpause._compiles_between_passes == 4
 
 
 def test_opt_out_and_collector_off_freeze_nothing(monkeypatch):
-    monkeypatch.setattr(gcpause, "MIN_FROZEN_BEFORE_PASS", 10**12)
+    monkeypatch.setattr(gcpause, "_compiles_between_passes", 10**9)
     monkeypatch.setenv("DEEPINFER_GC_FREEZE", "0")
     before = gc.get_freeze_count()
     _compile_new(4)
