@@ -71,10 +71,11 @@ class CfgMasks:
     def _explore(self, ctx, chart: Chart, threads, scope: int, rows: list, ids: list) -> None:
         """Collect tokens of `scope` allowed from (chart, threads)."""
         lexemes, (scans, follow_ids) = self.lexemes, ctx
+        heads: dict = {}  # head runs of this scope, shared by the threads in one head state
         for lex, origin, q in threads:
             lexeme = lexemes[lex]
             if q < 0:
-                q = self._before_dfa(scans, lex, q, scope, rows, ids)
+                q = self._before_dfa(scans, lex, q, scope, rows, ids, heads)
                 if q is None:
                     continue
             run = scans.run(lexeme.digest, lexeme.trans, lexeme.accepting, q, scope, follow_ids[lex])
@@ -87,7 +88,8 @@ class CfgMasks:
                 if found.size:
                     ids.append(found)
 
-    def _before_dfa(self, scans, lex: int, q: int, scope: int, rows: list, ids: list) -> int | None:
+    def _before_dfa(self, scans, lex: int, q: int, scope: int, rows: list, ids: list,
+                    heads: dict) -> int | None:
         """A thread not yet in its lexeme's DFA (head, literal, start): add what it
         allows from `scope` to rows / ids and return None, or return the DFA state to
         run from when some entry reads past the literal."""
@@ -96,8 +98,16 @@ class CfgMasks:
         if HEAD >= q:
             head, literal = self._heads[lex]
             h = HEAD - q
-            run = scans.run(head.digest, head.trans, head.accepting, h, scope,
-                            scans.follow_id(self._head_follow[lex]))
+            # Threads in one head state whose literals start alike (the remaining optional
+            # properties of an object: ~80 in MaskBench's big ones) share the head run and
+            # its inside tokens; only the literals differ.
+            group = (id(head), h, literal[0])
+            shared = heads.get(group)
+            if shared is None:
+                run = scans.run(head.digest, head.trans, head.accepting, h, scope,
+                                scans.follow_id(self._head_follow[lex]))
+                shared = heads[group] = [run, False]
+            run = shared[0]
             found, goes_on = (_NO_IDS, False) if run.child is None else literal_scope(
                 scans, run.child, literal)
             if head.accept_list[h]:  # the head may end here: the literal starts at offset 0
@@ -107,10 +117,12 @@ class CfgMasks:
                 q2 = self._dfa_state(lex, 0, h)
                 if q2 is not None:
                     return q2
-            if run.inside_row is not None:
-                rows.append(run.inside_row)
-            elif run.inside_ids.size:
-                ids.append(run.inside_ids)
+            if not shared[1]:  # the head's own tokens, once per group
+                shared[1] = True
+                if run.inside_row is not None:
+                    rows.append(run.inside_row)
+                elif run.inside_ids.size:
+                    ids.append(run.inside_ids)
             if found.size:
                 ids.append(found)
             return None
