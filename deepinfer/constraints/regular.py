@@ -8,6 +8,7 @@ by walking a token's bytes, and forced bytes. Knows nothing about syntax.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import OrderedDict
 
@@ -29,19 +30,27 @@ class MaskCache:
         self.rows: OrderedDict = OrderedDict()
         self.max_bytes = max_bytes
         self.bytes = 0
+        self._lock = threading.Lock()  # puts from several threads keep `bytes` exact
 
     def get(self, key):
         row = self.rows.get(key)
         if row is not None:
-            self.rows.move_to_end(key)
+            try:
+                self.rows.move_to_end(key)
+            except KeyError:  # evicted meanwhile by a put in another thread: still a valid row
+                pass
         return row
 
     def put(self, key, row: np.ndarray) -> None:
-        self.rows[key] = row
-        self.bytes += row.nbytes
-        while self.bytes > self.max_bytes and len(self.rows) > 1:
-            _, old = self.rows.popitem(last=False)
-            self.bytes -= old.nbytes
+        with self._lock:
+            old = self.rows.pop(key, None)  # a row put twice (two threads) is counted once
+            if old is not None:
+                self.bytes -= old.nbytes
+            self.rows[key] = row
+            self.bytes += row.nbytes
+            while self.bytes > self.max_bytes and len(self.rows) > 1:
+                _, old = self.rows.popitem(last=False)
+                self.bytes -= old.nbytes
 
 
 def mask_cache(vocab: Vocabulary) -> MaskCache:

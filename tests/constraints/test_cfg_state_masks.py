@@ -117,3 +117,28 @@ def test_the_memo_is_per_vocabulary(vocab):
     other = Vocabulary.from_token_bytes([b"a", b"b", None], eos_ids=[2])
     assert state_masks(vocab) is state_masks(vocab)
     assert state_masks(vocab) is not state_masks(other)
+
+
+def test_mask_cache_counts_bytes_exactly_under_concurrent_puts():
+    import threading
+
+    cache = MaskCache(max_bytes=40 * 400)  # room for 40 rows of 100 int32 words
+    rows = [np.full(100, i, dtype=np.int32) for i in range(200)]
+
+    def put_all(offset: int) -> None:
+        for i in range(2000):
+            k = (i * 7 + offset) % 200
+            cache.put(("k", k), rows[k])
+            cache.get(("k", (k * 3) % 200))
+
+    workers = [threading.Thread(target=put_all, args=(t,)) for t in range(4)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert cache.bytes == sum(r.nbytes for r in cache.rows.values()) <= cache.max_bytes
+    for (_, k), row in cache.rows.items():
+        assert np.array_equal(row, rows[k])
+    cache.put(("k", 0), rows[0])
+    cache.put(("k", 0), rows[0])  # the same key again: counted once
+    assert cache.bytes == sum(r.nbytes for r in cache.rows.values())
