@@ -38,7 +38,7 @@ from .not_in_dfa import not_in_rest_dfa
 MIN_REST_NFA = 16         # smaller rests are cheap to build whole: no split
 MAX_KEPT_STATES = 60_000  # DFA states of the rests kept (1 KB each)
 _lock = threading.Lock()
-_rests: OrderedDict = OrderedDict()  # (rest expr, limits) -> (trans, accepting) | None (LRU)
+_rests: OrderedDict = OrderedDict()  # (rest expr, limits) -> (trans, accepting, digest) | None (LRU)
 _kept = [0]
 
 
@@ -73,16 +73,19 @@ def composed_dfa(expr, limits: Limits) -> tuple[np.ndarray, np.ndarray, str] | N
     if split is None:
         return None
     if all(isinstance(item, ir.Literal) for item in split[0].items):  # a key: `"name":`
-        h_trans, h_accepting = _literal_dfa("".join(item.text for item in split[0].items).encode("utf-8"))
+        text = "".join(item.text for item in split[0].items).encode("utf-8")
+        h_trans, h_accepting = _literal_dfa(text)
+        h_name = b"literal:" + text
     else:
         head = shared_head(split[0])
         if head is None or head.accepting[0]:
             return None
-        h_trans, h_accepting = head.trans, head.accepting
+        h_trans, h_accepting, h_name = head.trans, head.accepting, b"head:" + head.digest.encode()
     rest = _rest_dfa(split[1], limits)
     if rest is None:
         return None
-    return compose(h_trans, h_accepting, *rest)
+    r_trans, r_accepting, r_digest = rest
+    return compose(h_trans, h_accepting, r_trans, r_accepting, h_name + b"|" + r_digest)
 
 
 def _literal_dfa(text: bytes) -> tuple[np.ndarray, np.ndarray]:
@@ -96,8 +99,12 @@ def _literal_dfa(text: bytes) -> tuple[np.ndarray, np.ndarray]:
     return trans, accepting
 
 
-def compose(h_trans, h_accepting, r_trans, r_accepting):
-    """Concatenation H . R of two DFAs (start 0 each) when deterministic, else None."""
+def compose(h_trans, h_accepting, r_trans, r_accepting, name: bytes | None = None):
+    """Concatenation H . R of two DFAs (start 0 each) when deterministic, else None.
+    The digest hashes `name` (what determines both tables: the head's literal or
+    digest and the rest's digest) when given, else the composed table. Why: a
+    rest of ~700 states (a bounded string) is a 700 KB table, ~1.2 ms to hash, and
+    every property key composes its own copy, inside mask steps."""
     starts = r_trans[0] >= 0                                        # bool [256] R's first bytes
     ends = np.flatnonzero(h_accepting)
     if (h_trans[ends][:, starts] >= 0).any():
@@ -109,7 +116,8 @@ def compose(h_trans, h_accepting, r_trans, r_accepting):
     trans[np.ix_(ends, np.flatnonzero(starts))] = r_trans[0, starts] + sh
     accepting = np.concatenate([h_accepting & bool(r_accepting[0]), r_accepting])
     trans.flags.writeable = False
-    digest = "parts:" + hashlib.blake2b(trans.tobytes() + accepting.tobytes(), digest_size=16).hexdigest()
+    named = name if name is not None else b"table:" + trans.tobytes() + accepting.tobytes()
+    digest = "parts:" + hashlib.blake2b(named, digest_size=16).hexdigest()
     return trans, accepting, digest
 
 
@@ -127,6 +135,9 @@ def _rest_dfa(rest, limits: Limits):
             got = (np.ascontiguousarray(dfa.trans, dtype=np.int32), dfa.accepting)
         except ConstraintError:
             got = None  # the caller's own build reports the error
+    if got is not None:  # hashed once per rest, not per key composed with it
+        got = (*got, hashlib.blake2b(got[0].tobytes() + np.asarray(got[1], dtype=bool).tobytes(),
+                                     digest_size=16).digest())
     with _lock:
         if key not in _rests:
             _rests[key] = got
