@@ -70,12 +70,19 @@ def recall(cache: MaskCache, key, row: np.ndarray) -> bool:
 
 def remember(cache: MaskCache, key, row: np.ndarray) -> None:
     """Keep a read-only copy of row: dense, or the words that differ from all-zero
-    (few tokens allowed) or from all-ones (string contents: almost every token)."""
-    kept = row.copy()
-    for fill in (0, -1):
-        other = np.flatnonzero(row != fill)
-        if other.shape[0] * SPARSE < row.shape[0]:
-            kept = np.concatenate([np.array([fill], dtype=np.int32), other.astype(np.int32), row[other]])
-            break
+    (few tokens allowed) or from all-ones (string contents: almost every token).
+    Counts first: most rows are dense, and their copy should cost no more than that."""
+    words = row.shape[0]
+    kept = None
+    if np.count_nonzero(row) * SPARSE < words:
+        kept = _sparse(row, 0, np.flatnonzero(row))
+    elif (words - np.count_nonzero(row == -1)) * SPARSE < words:
+        kept = _sparse(row, -1, np.flatnonzero(row != -1))
+    if kept is None:
+        kept = row.copy()
     kept.flags.writeable = False
     cache.put(key, kept)
+
+
+def _sparse(row: np.ndarray, fill: int, others: np.ndarray) -> np.ndarray:
+    return np.concatenate([np.array([fill], dtype=np.int32), others.astype(np.int32), row[others]])
