@@ -232,17 +232,21 @@ def _uncovered(sig_words, idx: np.ndarray, neg_loops: list[np.ndarray], cur: np.
 def pack_mask(token_ids: np.ndarray, vocab: Vocabulary) -> np.ndarray:
     """int32 [ceil(V/32)] row with bit (i % 32) of word i // 32 set for each id."""
     if token_ids.size * 8 < vocab.size:  # sparse: OR the bits of each word (duplicates ok)
-        out = np.zeros(vocab.words, dtype=np.uint32)
-        if token_ids.size:
-            ids = np.sort(token_ids.astype(np.int64))
-            word = ids >> 5
-            bits = np.left_shift(np.uint32(1), (ids & 31).astype(np.uint32))
-            starts = np.flatnonzero(np.concatenate(([True], word[1:] != word[:-1])))
-            out[word[starts]] = np.bitwise_or.reduceat(bits, starts)
-        return out.view(np.int32)
+        out = np.zeros(vocab.words, dtype=np.int32)
+        or_ids(out, token_ids)
+        return out
     bits = np.zeros(vocab.words * 32, dtype=bool)
     bits[token_ids] = True
     return np.packbits(bits, bitorder="little").view("<i4").astype(np.int32, copy=False)
+
+
+def or_ids(row: np.ndarray, token_ids: np.ndarray) -> None:
+    """Set the bits of these ids (duplicates fine) in an int32 row, in place. Why
+    ufunc.at: no sort and no temporary row (2-3x faster than packing then OR-ing for
+    the few hundred ids a mask step crosses a lexeme boundary with)."""
+    if token_ids.size:
+        ids = token_ids.astype(np.int64, copy=False)
+        np.bitwise_or.at(row.view(np.uint32), ids >> 5, np.left_shift(np.uint32(1), (ids & 31).astype(np.uint32)))
 
 
 def set_eos_bits(row: np.ndarray, vocab: Vocabulary) -> None:
