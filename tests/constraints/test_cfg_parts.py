@@ -112,3 +112,19 @@ def test_shared_caches_are_bounded(monkeypatch):
     for i in range(5):
         heads.shared_head(ir.Literal(f"h{i}"))
         assert len(heads._HEADS) <= 3
+
+
+def test_composed_digests_name_exactly_what_was_composed():
+    """Digests are cache keys for token runs: two different composed tables must never share
+    one (a wrong mask), equal inputs must (sharing)."""
+    ws = ir.Repeat(ir.CharClass(((32, 32),)), 0, 3)
+    rest = (ws, ir.Repeat(ir.CharClass(((97, 122),)), 1, 40), ir.Literal("!"))
+    digests = {}
+    for key in ['"a":', '"b":', '"ab":', '"a":|']:
+        trans, _, digest = parts.composed_dfa(ir.Seq((ir.Literal(key),) + rest), Limits())
+        again = parts.composed_dfa(ir.Seq((ir.Literal(key),) + rest), Limits())[2]
+        assert again == digest
+        digests[digest] = trans.tobytes()
+    assert len(digests) == 4
+    other_rest = ir.Seq((ir.Literal('"a":'), ws, ir.Repeat(ir.CharClass(((97, 122),)), 1, 41), ir.Literal("!")))
+    assert parts.composed_dfa(other_rest, Limits())[2] not in digests

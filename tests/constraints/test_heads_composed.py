@@ -70,3 +70,18 @@ def test_not_in_head_has_the_tries_language(names):
         want = determinize(build_nfa(whole), Limits())
         t, a = _minimal(composed.trans, composed.accepting)
         assert np.array_equal(t, want.trans) and np.array_equal(a, want.accepting)
+
+
+def test_composed_digests_differ_exactly_when_the_parts_do():
+    """Digests key the token-run caches: different parts (literal, first or tail) must
+    give different digests, the same parts the same one."""
+    def composed(first_ws: int, literal: str, tail):
+        ws = ir.Repeat(ir.CharClass(((32, 32),)), 0, first_ws)
+        return heads._composed(ir.Seq((ir.Literal(","), ws, ir.Literal(literal), tail)))
+
+    made = [composed(3, '"', KEYS), composed(3, '"i', KEYS), composed(4, '"', KEYS),
+            composed(3, '"', STRING_BODY)]
+    assert all(h is not None for h in made)
+    assert len({h.digest for h in made}) == len(made)
+    assert len({h.trans.tobytes() for h in made}) == len(made)
+    assert composed(3, '"', KEYS).digest == made[0].digest

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..masks import or_ids, pack_mask
+from ..masks import or_ids
 from ..vocab import Vocabulary
 from .earley import Chart
 from .literal_runs import literal_scope
@@ -64,12 +64,8 @@ class CfgMasks:
                 np.bitwise_or(row, extra, out=row)
         else:
             row[:] = 0
-        if ids:  # ids repeat across runs (both paths allow that); set in place when few
-            found = ids[0] if len(ids) == 1 else np.concatenate(ids)
-            if found.size * 8 < self.vocab.size:
-                or_ids(row, found)
-            else:
-                np.bitwise_or(row, pack_mask(found, self.vocab), out=row)
+        if ids:  # ids repeat across runs (or_ids allows that)
+            or_ids(row, ids[0] if len(ids) == 1 else np.concatenate(ids), self.vocab)
 
     def _explore(self, ctx, chart: Chart, threads, scope: int, rows: list, ids: list) -> None:
         """Collect tokens of `scope` allowed from (chart, threads)."""
