@@ -164,6 +164,15 @@ def test_unknown_format_is_an_annotation():
     assert matches(grammar, '"anything"')
 
 
+@pytest.mark.parametrize("schema, pointer", [
+    ({"type": "string", "format": "x-color"}, "at /format "),
+    ({"type": "object", "properties": {"a": {"type": "string", "format": "x-color"}}}, "at /properties/a/format "),
+    ({"type": "array", "items": {"type": "string", "format": "x-color"}}, "at /items/format "),
+])
+def test_annotations_name_the_keyword_by_its_json_pointer(schema, pointer):
+    assert any(pointer in note for note in lower_json_schema(schema).annotations)
+
+
 def test_inputs_json_text_and_pydantic():
     text = json.dumps({"type": "object", "properties": {"n": I}, "required": ["n"]})
     assert matches(lower_json_schema(text), '{"n": 3}')

@@ -58,12 +58,12 @@ class _Additional:
                 key_lang = alt(*(self._pattern_minus_declared(p) for p in self.pp))
                 values = pp_values if len(pp_values) <= 1 else pp_values
                 if len(pp_values) > 1:
-                    self.lw.note(f"{self.ptr or '/'}/patternProperties: additional members satisfy every "
+                    self.lw.note(f"{self.ptr}/patternProperties: additional members satisfy every "
                                  f"pattern's schema (sound; overlapping patterns are not computed)")
             else:
                 key_lang = None  # the complement of the declared names
                 if pp_values:
-                    self.lw.note(f"{self.ptr or '/'}/patternProperties: undeclared members satisfy the "
+                    self.lw.note(f"{self.ptr}/patternProperties: undeclared members satisfy the "
                                  f"pattern schemas whatever their name (sound, not exact)")
                 values = values + pp_values
         elif addl_norm is False:

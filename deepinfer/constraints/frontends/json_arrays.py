@@ -92,7 +92,7 @@ def _contains(lw: "Lowerer", d: dict, node: Node, prefix, rest, lo, hi) -> Expr:
     before = repeat(seq(rest, comma))
     after = repeat(seq(comma, rest), max(lo - need, 0))
     if lo > need:
-        lw.note(f"{node.ptr or '/'}/minItems: with contains, the extra items come after the matches")
+        lw.note(f"{node.ptr}/minItems: with contains, the extra items come after the matches")
     return seq(lw.ws.open("["), before, body, after, lw.ws.close("]"))
 
 

@@ -93,7 +93,7 @@ class _ObjectLowering:
             if body == ir.NOTHING:
                 self.lw.unsupported(f"{self.ptr}/minProperties", "minProperties", message)
             else:
-                self.lw.note(f"{self.ptr or '/'}/minProperties: {message}")
+                self.lw.note(f"{self.ptr}/minProperties: {message}")
         if body == ir.NOTHING:
             return ir.NOTHING
         return seq(self.ws.open("{"), body, self.ws.close("}"))

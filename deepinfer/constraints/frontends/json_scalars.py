@@ -49,7 +49,7 @@ def lower_string(lw: "Lowerer", d: dict, node: Node) -> Expr:
             # counting every position of a byte automaton through multi-byte UTF-8 and \uXXXX
             # escapes costs ~9 states a character: past LONG_STRING characters, long strings
             # continue in printable ASCII with short escapes (sound, noted)
-            lw.note(f"{ptr or '/'}/maxLength: characters after the first {LONG_STRING} of a string "
+            lw.note(f"{ptr}/maxLength: characters after the first {LONG_STRING} of a string "
                     f"are printable ASCII or two-character escapes")
             parts = [repeat(COUNTED_CHAR, lo, LONG_STRING)] if lo <= LONG_STRING else []
             parts.append(seq(repeat(COUNTED_CHAR, LONG_STRING, LONG_STRING),
@@ -81,7 +81,7 @@ def _string_language(lw: "Lowerer", d: dict, ptr: str) -> Expr | None:
     if isinstance(fmt, str):
         known = format_expr(fmt)
         if known is None:
-            lw.note(f"format {fmt!r} at {ptr or '/'}/format is not enforced (unknown format: annotation)")
+            lw.note(f"format {fmt!r} at {ptr}/format is not enforced (unknown format: annotation)")
         else:
             positives.append(("format", known))
     negatives = list(d.get("_not_patterns", []))
@@ -146,7 +146,7 @@ def lower_number(lw: "Lowerer", d: dict, node: Node, integer: bool) -> Expr:
             except RangeError:
                 window = None
             if window is not None:
-                lw.note(f"{ptr or '/'}/multipleOf: {exc}; the {MAX_ENUMERATED // 2} multiples nearest the "
+                lw.note(f"{ptr}/multipleOf: {exc}; the {MAX_ENUMERATED // 2} multiples nearest the "
                         f"bound are generated (sound, not exact)")
                 return window
         keyword = "multipleOf" if mult is not None else "minimum"
