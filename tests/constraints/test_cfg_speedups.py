@@ -287,3 +287,30 @@ def test_keys_from_some_first_bytes_equal_the_full_table():
         want = want[~same.take(want // 257)]
         got = _keys_from(trans, accepting, q, follow, np.flatnonzero((trans[q] >= 0) & ~same))
         assert np.array_equal(got, want)
+
+
+def test_equal_child_scopes_share_one_id(deepseek_vocab):
+    """Runs from two counts of a bounded string far from its bound cross into the same
+    entries (the tokens that close the string): one child scope id, so what is keyed on it
+    is reused; a run with other crossings gets another id; entries are those of a fresh cache."""
+    lexeme = lexeme_of(r'"[^"\\]{0,200}",?')
+    follow = np.zeros(256, dtype=bool)
+    follow[ord(",")] = True
+    scans = ScanCache(deepseek_vocab)
+    fid = scans.follow_id(follow)
+    states = []
+    q = lexeme.start
+    for byte in b'"ab':
+        q = int(lexeme.trans[q, byte])
+        states.append(q)
+    runs = [scans.run(lexeme.digest, lexeme.trans, lexeme.accepting, q, ROOT, fid) for q in states[1:]]
+    assert runs[0].child is not None and runs[0].child == runs[1].child
+    other = lexeme_of(r'"[^"\\]{0,200}"x?')
+    ofid = scans.follow_id(np.arange(256) == ord("}"))
+    q = int(other.trans[other.start, ord('"')])
+    elsewhere = scans.run(other.digest, other.trans, other.accepting, q, ROOT, ofid)
+    assert elsewhere.child is not None and elsewhere.child != runs[0].child
+    for q, run in zip(states[1:], runs):
+        fresh = ScanCache(deepseek_vocab)
+        alone = fresh.run(lexeme.digest, lexeme.trans, lexeme.accepting, q, ROOT, fresh.follow_id(follow))
+        assert run_entries(fresh, alone) == run_entries(scans, run)

@@ -1,30 +1,26 @@
 """Vectorized runs of many tokens through one lexeme DFA, cached per (DFA, state, scope).
 
-A *scope* is a list of entries (token, byte offset into it): the root scope
-is the whole vocabulary at offset 0; the child scope of a run holds an entry
-(token, end) for every entry of the parent scope for which the lexeme DFA,
-run from its state, reached an accepting state at byte `end` with bytes left
-over (the token crosses a lexeme boundary there; a token may appear with
-several offsets). A run of DFA `D` from state `q` over a scope yields the
-tokens whose remaining bytes all stay inside `D` (allowed whatever the parser
-does next) and the child scope (None if empty). Runs depend on the
-vocabulary and the language read from the state only, so they are cached
-across states, lexemes, requests and grammars (keyed by the state's
-reachable sub-DFA, renumbered, when it is small, such as the `":` ws after every
-property name, else by the DFA's digest and the state). One numpy step per byte
-position, never a Python loop over tokens. A root run picks the cheapest
-exact strategy: a forced literal by binary search (literal_runs.py), a
-counting chain from a cached row (chain_runs.py), a loop shortcut, or shared
-tails (tails.py); the byte walks themselves live in scan_walks.py. Where the
-compiled kernel builds (native_walks.py), a key-trie node and a counting chain
-keep their cached parts and every walk is one compiled walk of the token trie
-instead (tails, prefix keys and the numpy walks are the fallback). Owns the
-scopes, the run cache and keys, and the choice of strategy. Knows nothing
-about parsing.
+A *scope* is a list of entries (token, byte offset into it): the root scope is the whole
+vocabulary at offset 0; the child scope of a run holds an entry (token, end) for every
+entry of the parent scope for which the lexeme DFA, run from its state, reached an
+accepting state at byte `end` with bytes left over (the token crosses a lexeme boundary
+there). Equal child scopes share one id. A run of DFA `D` from state `q` over a scope
+yields the tokens whose remaining bytes all stay inside `D` (allowed whatever the parser
+does next) and the child scope (None if empty). Runs depend on the vocabulary and the
+language read from the state only, so they are cached across states, lexemes, requests
+and grammars (keyed by the state's reachable sub-DFA, renumbered, when it is small, such
+as the `":` ws after every property name, else by the DFA's digest and the state). A root
+run picks the cheapest exact strategy: a forced literal by binary search
+(literal_runs.py), a counting chain from a cached row (chain_runs.py), a loop shortcut,
+or shared tails (tails.py); the numpy byte walks live in scan_walks.py. Where the
+compiled kernel builds (native_walks.py), a key-trie node and a counting chain keep
+their cached parts and every walk is one compiled walk of the token trie instead. Owns
+the scopes, the run cache and keys, and the choice of strategy. Knows nothing about parsing.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 from dataclasses import dataclass
 
@@ -81,6 +77,7 @@ class ScanCache:
         self.ascii_sig, self.non_ascii = ascii_signatures(vocab)
         self.scopes: list[Scope] = [Scope(np.arange(n, dtype=np.int64), np.zeros(n, np.int64))]
         self.runs: dict[tuple, Run] = {}
+        self.scope_ids: dict[bytes, int] = {}  # digest of a child scope's entries -> its id
         self.entries = n
         self.loops: dict = {}
         self.char_loops: dict = {}   # chains.Loops per lexeme DFA
@@ -206,9 +203,7 @@ class ScanCache:
                                            inside, hit_idx, hit_off)
         child = None
         if hit_idx and sum(len(h) for h in hit_idx):
-            child = len(self.scopes)
-            self.scopes.append(Scope(np.concatenate(hit_idx), np.concatenate(hit_off)))
-            self.entries += len(self.scopes[-1].positions)
+            child = self._scope_id(np.concatenate(hit_idx), np.concatenate(hit_off))
         count = sum(len(p) for p in inside)
         if scope_id == ROOT and (base_row is not None or count > SMALL_ROOT):
             if count * SPARSE_PACK < len(vocab.sorted_ids):  # a few tokens on top of a cached row
@@ -222,6 +217,18 @@ class ScanCache:
             return Run(row, np.zeros(0, np.int32), child)
         ids = vocab.sorted_ids[np.concatenate(inside)] if inside else np.zeros(0, np.int32)
         return Run(None, ids.astype(np.int32), child)
+
+    def _scope_id(self, positions: np.ndarray, offsets: np.ndarray) -> int:
+        """The id of the scope with these entries, in this order (an existing one if any). Why: the
+        counts of a bounded string differ, but the tokens that close it do not, and what is keyed on
+        the scope (its runs, item sets' explorations) is reused, not recomputed at each token."""
+        key = hashlib.blake2b(positions.tobytes() + offsets.tobytes(), digest_size=16).digest()  # equal lengths
+        got = self.scope_ids.get(key)
+        if got is None:
+            got = self.scope_ids[key] = len(self.scopes)
+            self.scopes.append(Scope(positions, offsets))
+            self.entries += len(positions)
+        return got
 
     def _compute_numpy(self, trans, accepting, state, scope_id, follow, tail_key, inside, hit_idx,
                        hit_off):
