@@ -17,12 +17,14 @@ policy: `root() -> ctx`, `key(ctx, name) -> ctx`, `item(ctx) -> ctx`,
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Hashable
 
 import numpy as np
 
 _WS = frozenset(b" \t\n\r")
 _SCALAR = frozenset(b"0123456789+-.eEtruefalsn")
+_STRING_STOP = re.compile(rb'["\\]')  # what ends a run of a string's plain bytes
 _QUOTE_ONLY = frozenset(b'"')
 _TERMINATORS = frozenset(b'",]}') | _WS
 _CLOSERS = frozenset(b'",]}') | _WS
@@ -136,9 +138,19 @@ class UniqueItemsAutomaton:
     def _scan(self, tracker, data: bytes):
         stack, mode, buf, esc = tracker
         stack = list(stack)
+        i, n = 0, len(data)
         try:
-            for c in data:
-                mode, buf, esc = self._byte(stack, mode, buf, esc, c)
+            while i < n:
+                if (mode == S or mode == SK) and not esc:  # a string's plain bytes at once
+                    stop = _STRING_STOP.search(data, i)
+                    end = n if stop is None else stop.start()
+                    if end > i:
+                        _append(stack, data[i:end])
+                        buf = buf + data[i:end] if mode == SK else buf
+                        i = end
+                        continue
+                mode, buf, esc = self._byte(stack, mode, buf, esc, data[i])
+                i += 1
         except _Reject:
             return None
         return (tuple(stack), mode, buf, esc)
@@ -267,12 +279,13 @@ def _value_ends(data: bytes) -> bool:
     return False
 
 
-def _append(stack: list, c: int) -> None:
-    """Add a byte to every item in progress (the innermost items of unique arrays and their
-    enclosing items)."""
+def _append(stack: list, c: int | bytes) -> None:
+    """Add a byte (or bytes) to every item in progress (the innermost items of unique arrays
+    and their enclosing items)."""
+    data = bytes([c]) if isinstance(c, int) else c
     for i, f in enumerate(stack):
         if f[0] == "a" and f[2] and f[4] is not None:
-            stack[i] = (f[0], f[1], f[2], f[3], f[4] + bytes([c]))
+            stack[i] = (f[0], f[1], f[2], f[3], f[4] + data)
 
 
 Policy = Any

@@ -24,6 +24,11 @@ SCHEMAS = [
      [[[1, 2], [1, 2]], [[10, 1]]], [[[1, 1]], [[3], [2, 5, 2]]]),
     ({"type": "array", "items": {"type": "array", "items": {"type": "boolean"}}, "uniqueItems": True},
      [[[True], [True, True], []]], [[[True], [True]], [[], []]]),
+    # escapes inside items and keys (a string's plain bytes are tracked in runs, unique._scan)
+    ({"type": "array", "items": {"type": ["string", "object"]}, "uniqueItems": True},
+     [['a"b', 'a"c'], ["x\\y", "x\\z", "xy"], [{'k"1': 1}, {'k"2': 1}], ["long plain text", "long plain"],
+      ["the cat", "the car"], ["information", "informative"], ["in", "io"], [{"in": 1}, {"io": 1}]],
+     [['a"b', 'a"b'], ["x\\y", "x\\y"], [{'k"1': 1}, {'k"1': 1}], ["long plain text", "long plain text"]]),
 ]
 
 
