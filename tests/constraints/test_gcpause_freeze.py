@@ -60,13 +60,15 @@ def test_frozen_cycles_are_collected_by_the_next_pass(monkeypatch):
 def test_opt_out_and_collector_off_freeze_nothing(monkeypatch):
     monkeypatch.setattr(gcpause, "_compiles_between_passes", 10**9)
     monkeypatch.setenv("DEEPINFER_GC_FREEZE", "0")
+    # frozen objects that die leave the permanent generation, so the count may drop; a freeze
+    # of a compile's survivors would add thousands
     before = gc.get_freeze_count()
     _compile_new(4)
-    assert gc.get_freeze_count() == before
+    assert gc.get_freeze_count() <= before
     monkeypatch.delenv("DEEPINFER_GC_FREEZE")
     gc.disable()
     try:
         _compile_new(5)
-        assert gc.get_freeze_count() == before and not gc.isenabled()
+        assert gc.get_freeze_count() <= before and not gc.isenabled()
     finally:
         gc.enable()
