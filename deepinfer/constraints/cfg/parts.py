@@ -21,6 +21,7 @@ Knows nothing about tokens or parsing.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import threading
 from collections import OrderedDict
 
@@ -33,6 +34,7 @@ from ..gcpause import gc_paused
 from ..ir_facts import FactsCache
 from ..nfa import build_nfa
 from .heads import MAX_HEAD_NFA, plain, shared_head
+from .counted import counted_dfa
 from .not_in_dfa import not_in_rest_dfa
 
 MIN_REST_NFA = 16         # smaller rests are cheap to build whole: no split
@@ -40,6 +42,10 @@ MAX_KEPT_STATES = 60_000  # DFA states of the rests kept (1 KB each)
 _lock = threading.Lock()
 _rests: OrderedDict = OrderedDict()  # (rest expr, limits) -> (trans, accepting, digest) | None (LRU)
 _kept = [0]
+# A rest's name in composed digests: unique in the process, never reused (a rest built again
+# after eviction gets a new one: less sharing, never a wrong one). Why not a hash of the table:
+# a bounded string's rest is a ~700 KB table, ~0.7 ms to hash, on its first use inside a mask step.
+_rest_names = itertools.count()
 
 
 def split_parts(expr) -> tuple[ir.Expr, ir.Expr] | None:
@@ -129,15 +135,16 @@ def _rest_dfa(rest, limits: Limits):
             return _rests[key]
     got = not_in_rest_dfa(rest, limits)  # "any other key" K ...: from the names (not_in_dfa.py)
     if got is None:
+        got = counted_dfa(rest, limits)  # a bounded string's body X{lo,hi} `"`: laid out (counted.py)
+    if got is None:
         try:
             with gc_paused():
                 dfa = determinize(build_nfa(rest, limits.max_nfa_states), limits)
             got = (np.ascontiguousarray(dfa.trans, dtype=np.int32), dfa.accepting)
         except ConstraintError:
             got = None  # the caller's own build reports the error
-    if got is not None:  # hashed once per rest, not per key composed with it
-        got = (*got, hashlib.blake2b(got[0].tobytes() + np.asarray(got[1], dtype=bool).tobytes(),
-                                     digest_size=16).digest())
+    if got is not None:  # named once per rest, not per key composed with it
+        got = (*got, b"rest#%d" % next(_rest_names))
     with _lock:
         if key not in _rests:
             _rests[key] = got
