@@ -10,7 +10,9 @@ from deepinfer.constraints import ir
 from deepinfer.constraints.cfg.counted import counted_dfa
 from deepinfer.constraints.dfa import Dfa, Limits, determinize
 from deepinfer.constraints.dfa_minimize import minimize, trim
+from deepinfer.constraints.cfg.parts import split_parts
 from deepinfer.constraints.dfa_ops import _product
+from deepinfer.constraints.frontends.json_schema import lower_json_schema
 from deepinfer.constraints.frontends.json_scalars import ASCII_CHAR, COUNTED_CHAR
 from deepinfer.constraints.nfa import build_nfa
 
@@ -56,3 +58,34 @@ def test_declines_what_it_cannot_lay_out(rest):
 def test_respects_the_dfa_state_limit():
     rest = ir.Seq((ir.Repeat(COUNTED_CHAR, 0, 100), ir.Literal('"')))
     assert counted_dfa(rest, Limits(max_dfa_states=50)) is None
+
+
+def _equivalent(ta, aa, tb, ab) -> bool:
+    """Same language: every pair of states reached together agrees on acceptance and on
+    which bytes it can read (no state limit, unlike dfa_ops' product)."""
+    seen, todo = {(0, 0)}, [(0, 0)]
+    while todo:
+        a, b = todo.pop()
+        if aa[a] != ab[b] or not np.array_equal(ta[a] >= 0, tb[b] >= 0):
+            return False
+        live = ta[a] >= 0
+        for pair in set(zip(ta[a][live].tolist(), tb[b][live].tolist())):
+            if pair not in seen:
+                seen.add(pair)
+                todo.append(pair)
+    return True
+
+
+@pytest.mark.parametrize("lo,hi", [(0, 45), (0, 129), (0, 300), (200, 300), (128, 2000), (5000, 8192)])
+def test_json_strings_with_length_bounds(lo, hi):
+    """The rests the JSON Schema lowering makes (past 128 characters: X{128} then a restricted
+    Y, or'ed with X{lo,128}) are laid out, with the language of the subset construction."""
+    rest = split_parts(lower_json_schema({"type": "string", "minLength": lo, "maxLength": hi}).rules["start"])[1]
+    got = counted_dfa(rest, Limits())
+    assert got is not None
+    ref = _reference(rest)
+    assert len(got[0]) <= len(ref.trans)
+    assert _equivalent(got[0], got[1], ref.trans, ref.accepting)
+    broken = np.array(got[0])  # the check notices a changed bound
+    broken[np.flatnonzero(broken[:, ord('"')] >= 0)[0], ord('"')] = -1
+    assert not _equivalent(broken, got[1], ref.trans, ref.accepting)

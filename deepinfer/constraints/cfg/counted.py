@@ -24,44 +24,83 @@ from ..dfa import Limits, determinize
 from ..errors import ConstraintError
 from ..nfa import build_nfa
 
-MAX_COUNT = 1024  # longer repetitions are left to the subset construction (and its limits)
+MAX_COUNT = 1 << 16  # counts laid out at most (the DFA-state limit applies too)
 MAX_ITEMS = 256   # item DFAs kept (a schema's strings share a few character expressions)
 _items: dict = {}   # X -> (trans, accepting) of its minimal DFA, or None when not usable
 _lock = threading.Lock()
 
 
 def counted_dfa(rest, limits: Limits) -> tuple[np.ndarray, np.ndarray] | None:
-    """(trans int32 [S, 256], accepting bool [S]) of rest = Seq(Repeat(X, lo, hi), Literal(t)),
-    or None when rest has another shape or X does not qualify (see the module docstring)."""
-    if not isinstance(rest, ir.Seq) or len(rest.items) != 2:
+    """(trans int32 [S, 256], accepting bool [S]) of rest = Seq(counted, Literal(t)), where
+    counted is X{lo,hi}, or a long string's X{128} Y{lo2,hi2} (optionally or'ed with X{lo,128});
+    None when rest has another shape or an item does not qualify (see the module docstring)."""
+    if not isinstance(rest, ir.Seq) or len(rest.items) not in (2, 3):
         return None
-    rep, tail = rest.items
-    if not isinstance(rep, ir.Repeat) or not isinstance(tail, ir.Literal) or not tail.text:
+    *body, tail = rest.items  # three items: a long string's X{128} Y{lo2,hi2}, flattened
+    counted = body[0] if len(body) == 1 else ir.Seq(tuple(body))
+    if not isinstance(tail, ir.Literal) or not tail.text:
         return None
-    lo, hi = rep.min, rep.max
-    if hi is None or not 1 <= hi <= MAX_COUNT or lo > hi:
+    shape = _segments(counted)
+    if shape is None:
         return None
-    item = _item_dfa(rep.item, limits)
+    segments, ends = shape
     text = tail.text.encode("utf-8")
-    if item is None or item[0][0, text[0]] >= 0:
+    items = []
+    for item, copies in segments:
+        got = _item_dfa(item, limits)
+        if got is None or got[0][0, text[0]] >= 0:
+            return None
+        items.append((got[0], copies))
+    if sum(copies * (len(t) - 1) for t, copies in items) + len(text) + 1 > limits.max_dfa_states:
         return None
-    inner = len(item[0]) - 1  # X's states but its one accepting state (the last)
-    if hi * inner + len(text) + 1 > limits.max_dfa_states:
-        return None
-    return _layout(item[0], inner, lo, hi, text)
+    return _layout(items, ends, text)
 
 
-def _layout(x_trans: np.ndarray, inner: int, lo: int, hi: int, text: bytes):
-    copies = hi * inner                    # states of copies 0..hi-1; copy hi is one state
-    size = copies + 1 + len(text)          # + copy hi's start, the literal's chain, the end
+def _segments(expr):
+    """([(item, copies)], [(first, last)] counts that may end) for the counted shapes, or None."""
+    if isinstance(expr, ir.Repeat):
+        if expr.max is None or not 1 <= expr.max <= MAX_COUNT or expr.min > expr.max:
+            return None
+        return [(expr.item, expr.max)], [(expr.min, expr.max)]
+    if isinstance(expr, ir.Seq) and len(expr.items) == 2:  # X{n} Y{lo,hi}
+        first, then = expr.items
+        then = then if isinstance(then, ir.Repeat) else ir.Repeat(then, 1, 1)  # Y{1} is Y
+        if (isinstance(first, ir.Repeat) and first.min == first.max and first.max
+                and isinstance(then, ir.Repeat) and then.max is not None
+                and first.max + then.max <= MAX_COUNT and then.min <= then.max):
+            n = first.max
+            return [(first.item, n), (then.item, then.max)], [(n + then.min, n + then.max)]
+        return None
+    if isinstance(expr, ir.Alt) and len(expr.items) == 2:  # X{lo,n} | X{n} Y{lo2,hi2}
+        short, long = expr.items
+        got = _segments(long) if isinstance(long, ir.Seq) else None
+        if (got is None or not isinstance(short, ir.Repeat) or short.item != got[0][0][0]
+                or short.max != got[0][0][1] or short.min > short.max):
+            return None
+        return got[0], [(short.min, short.max)] + got[1]
+    return None
+
+
+def _layout(items: list, ends: list, text: bytes):
+    """items: [(X's table, copies)] in order; ends: count ranges that may read `text`."""
+    inners = [len(t) - 1 for t, _ in items]
+    starts = [0]  # the start state of every count 0..total
+    for (_, copies), inner in zip(items, inners):
+        starts.extend(starts[-1] + inner * np.arange(1, copies + 1))
+    starts = np.asarray(starts, dtype=np.int64)
+    count_state = int(starts[-1])          # the last count's start: reads only `text`
+    size = count_state + len(text) + 1     # + the literal's chain after its first byte, the end
     trans = np.full((size, 256), -1, dtype=np.int32)
-    block = x_trans[:inner]                # [inner, 256]: X's targets; `inner` = "X done"
-    offsets = (np.arange(hi, dtype=np.int32) * inner)[:, None, None]  # [hi, 1, 1]
-    # copy c: X's own targets, and "X done" (index inner) lands on copy c + 1's start
-    trans[:copies] = np.where(block[None] >= 0, block[None] + offsets, -1).reshape(copies, 256)
-    starts = np.arange(lo, hi + 1) * inner  # copy starts that may end the repetition
-    chain = copies + 1                     # the literal's states after its first byte
-    trans[starts, text[0]] = chain if len(text) > 1 else size - 1
+    at, count = 0, 0
+    for (x_trans, copies), inner in zip(items, inners):
+        block = x_trans[:inner]            # [inner, 256]: X's targets; `inner` = "X done"
+        offsets = starts[count:count + copies, None, None].astype(np.int32)  # [copies, 1, 1]
+        # each copy: X's own targets, and "X done" lands on the next count's start
+        trans[at:at + copies * inner] = np.where(block[None] >= 0, block[None] + offsets, -1).reshape(-1, 256)
+        at, count = at + copies * inner, count + copies
+    chain = count_state + 1
+    for first, last in ends:
+        trans[starts[first:last + 1], text[0]] = chain if len(text) > 1 else size - 1
     for i in range(1, len(text)):
         trans[chain + i - 1, text[i]] = chain + i if i < len(text) - 1 else size - 1
     accepting = np.zeros(size, dtype=bool)
