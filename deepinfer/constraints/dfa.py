@@ -128,6 +128,30 @@ def determinize(nfa: Nfa, limits: Limits) -> Dfa:
     return _finish(table, accepting, classes)
 
 
+def literal_set_dfa(texts: list[bytes]) -> Dfa:
+    """The DFA of a finite set of non-empty byte strings (an enum's values), from their trie:
+    the same minimal, canonically numbered DFA as determinizing their alternation, without the
+    Python NFA (~0.8 ms for three literals, inside the mask step that first reaches them)."""
+    nodes: list[dict[int, int]] = [{}]
+    ends = set()
+    for text in texts:
+        at = 0
+        for byte in text:
+            nxt = nodes[at].get(byte)
+            if nxt is None:
+                nxt = nodes[at][byte] = len(nodes)
+                nodes.append({})
+            at = nxt
+        ends.add(at)
+    table = np.full((len(nodes), 256), -1, dtype=np.int32)
+    for state, edges in enumerate(nodes):
+        for byte, target in edges.items():
+            table[state, byte] = target
+    accepting = np.zeros(len(nodes), dtype=bool)
+    accepting[list(ends)] = True
+    return _finish(table, accepting, np.arange(256))
+
+
 def _finish(table: np.ndarray, accepting: np.ndarray, classes: np.ndarray) -> Dfa:
     """Trim, minimize and number canonically a subset construction's [S, C] table."""
     table, accepting = trim(table, accepting)

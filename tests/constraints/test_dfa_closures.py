@@ -1,5 +1,7 @@
-"""dfa._all_closures (one Tarjan pass) equals a plain epsilon search from every state."""
+"""dfa._all_closures (one Tarjan pass) equals a plain epsilon search from every state; dfa.literal_set_dfa
+(an enum's trie) equals determinizing the alternation, table and digest."""
 
+import numpy as np
 import pytest
 
 from deepinfer.constraints import ir
@@ -30,3 +32,22 @@ def test_all_closures_match_search(expr):
     bit_of = {s: i for i, s in enumerate(important)}
     closures = _all_closures(nfa, bit_of)
     assert all(closures[s] == _search(nfa, bit_of, s) for s in range(len(nfa.eps)))
+
+
+@pytest.mark.parametrize("values", [
+    ['"red"', '"green"', '"blue"'],
+    ["1", "12", "123", "2"],            # values that are prefixes of others
+    ['"a"'],
+    ["null", "true", "false", '"ab\u00e9"', '"a"', '"\u4e2d\u6587"'],
+    ["ab", "ab", "b"],                  # a repeated value
+])
+def test_literal_set_dfa_is_the_determinized_alternation(values):
+    from deepinfer.constraints import ir
+    from deepinfer.constraints.dfa import Limits, determinize, literal_set_dfa
+    from deepinfer.constraints.nfa import build_nfa
+
+    expr = ir.Alt(tuple(ir.Literal(v) for v in values)) if len(values) > 1 else ir.Literal(values[0])
+    want = determinize(build_nfa(expr, 10**5), Limits())
+    got = literal_set_dfa([v.encode("utf-8") for v in values])
+    assert got.digest == want.digest
+    assert np.array_equal(got.trans, want.trans) and np.array_equal(got.accepting, want.accepting)

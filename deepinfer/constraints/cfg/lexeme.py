@@ -26,7 +26,7 @@ import threading
 import numpy as np
 
 from .. import ir
-from ..dfa import Limits, determinize
+from ..dfa import Limits, determinize, literal_set_dfa
 from ..errors import ConstraintError
 from ..gcpause import gc_paused
 from ..nfa import Nfa, build_nfa
@@ -64,8 +64,12 @@ class Lexeme:
                 # `,` ws `"` key-trie ...: from a shared head and rest (parts.py), not a
                 # subset construction of its own (the rest recurs in the same schema)
                 parts = None if self.nullable else composed_dfa(self.expr, self._limits)
+                texts = None if parts is not None else _literal_set(self.expr)
                 if parts is not None:
                     trans, accepting, digest = parts
+                elif texts is not None:  # an enum's values: their trie (dfa.literal_set_dfa)
+                    dfa = literal_set_dfa(texts)
+                    trans, accepting, digest = dfa.trans, dfa.accepting, dfa.digest
                 else:
                     with gc_paused():  # runs inside a mask or advance step: no full GC pass there
                         nfa = self._nfa
@@ -100,6 +104,13 @@ class Lexeme:
         if got is None:
             got = self.rows[q] = tuple(self.trans[q].tolist())
         return got
+
+
+def _literal_set(expr) -> list[bytes] | None:
+    """The values of an alternation of non-empty literals, as UTF-8, else None."""
+    if not isinstance(expr, ir.Alt) or not all(isinstance(i, ir.Literal) and i.text for i in expr.items):
+        return None
+    return [item.text.encode("utf-8") for item in expr.items]
 
 
 def analyze(nfa: Nfa) -> tuple[bool, bool, np.ndarray]:
