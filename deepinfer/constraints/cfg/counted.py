@@ -3,8 +3,8 @@
 A string with maxLength is the lexeme `"` X{lo,hi} `"` (X: one JSON string character, an
 escape or a UTF-8 sequence), and parts.py builds it from the head `"` and the rest
 X{lo,hi} `"`. Determinizing that rest went through a Python NFA of hi copies of X, the
-subset construction and minimization: ~2 ms per distinct bound, inside the mask step that
-first reaches the property. Here X's own DFA (a handful of states, cached) is copied hi
+subset construction and minimization: 2-13 ms for bounds up to 45, 0.1-0.7 s past 300
+characters, inside the mask step that first reaches the property (or the compile). Here X's own DFA (a handful of states, cached) is copied hi
 times instead: copy c reads the (c+1)-th X, its accepting state is the start of copy c + 1,
 and the start of every copy c >= lo also reads t. Exact when X is prefix-free (no match of
 X goes on to a longer one: its accepting states read nothing, as for one character) and
@@ -26,7 +26,7 @@ from ..nfa import build_nfa
 
 MAX_COUNT = 1 << 16  # counts laid out at most (the DFA-state limit applies too)
 MAX_ITEMS = 256   # item DFAs kept (a schema's strings share a few character expressions)
-_items: dict = {}   # X -> (trans, accepting) of its minimal DFA, or None when not usable
+_items: dict = {}   # (X, limits) -> (trans, accepting) of its minimal DFA, or None when not usable
 _lock = threading.Lock()
 
 
@@ -66,7 +66,7 @@ def _segments(expr):
         first, then = expr.items
         then = then if isinstance(then, ir.Repeat) else ir.Repeat(then, 1, 1)  # Y{1} is Y
         if (isinstance(first, ir.Repeat) and first.min == first.max and first.max
-                and isinstance(then, ir.Repeat) and then.max is not None
+                and then.max is not None
                 and first.max + then.max <= MAX_COUNT and then.min <= then.max):
             n = first.max
             return [(first.item, n), (then.item, then.max)], [(n + then.min, n + then.max)]
@@ -112,9 +112,10 @@ def _layout(items: list, ends: list, text: bytes):
 def _item_dfa(item, limits: Limits):
     """X's minimal DFA renumbered with its single accepting state last, or None when X
     matches ε, is not prefix-free, or does not build (cached per X)."""
+    key = (item, limits.max_nfa_states, limits.max_dfa_states)  # X may build under some limits only
     with _lock:
-        if item in _items:
-            return _items[item]
+        if key in _items:
+            return _items[key]
     got = None
     try:
         dfa = determinize(build_nfa(item, limits.max_nfa_states), limits)
@@ -132,4 +133,4 @@ def _item_dfa(item, limits: Limits):
     with _lock:
         if len(_items) >= MAX_ITEMS:
             _items.clear()
-        return _items.setdefault(item, got)
+        return _items.setdefault(key, got)
