@@ -1,16 +1,17 @@
 """The DFA of a counted repetition and a literal, X{lo,hi} t, laid out directly.
 
 A string with maxLength is the lexeme `"` X{lo,hi} `"` (X: one JSON string character, an
-escape or a UTF-8 sequence), and parts.py builds it from the head `"` and the rest
-X{lo,hi} `"`. Determinizing that rest went through a Python NFA of hi copies of X, the
-subset construction and minimization: 2-13 ms for bounds up to 45, 0.1-0.7 s past 300
-characters, inside the mask step that first reaches the property (or the compile). Here X's
-own DFA (a handful of states, cached) is copied hi times instead: copy c reads the (c+1)-th
-X, its accepting state is the start of copy c + 1, and the start of every copy c >= lo also reads t. Exact when X is prefix-free (no match of
-X goes on to a longer one: its accepting states read nothing, as for one character) and
-does not match the empty string, and no X starts with t's first byte; otherwise None and
-the caller determinizes. The result is trimmed and minimal (counts and X's states are all
-told apart), start 0. Knows nothing about tokens or parsing.
+escape or a UTF-8 sequence), and parts.py builds it from the head `"` and the rest X{lo,hi}
+`"`. Determinizing that rest went through a Python NFA of hi copies of X, the subset
+construction and minimization: 2-13 ms for bounds up to 45, 0.1-0.7 s past 300 characters,
+inside the mask step that first reaches the property (or the compile). Here X's own DFA (a
+handful of states, cached) is copied hi times instead: copy c reads the (c+1)-th X, its
+accepting state is the start of copy c + 1, and the start of every copy c >= lo also reads
+t. Exact when X is prefix-free (no match of X goes on to a longer one: its accepting states
+read nothing, as for one character) and does not match the empty string, and no X starts
+with t's first byte; otherwise None and the caller determinizes. The result is trimmed and
+minimal (counts and X's states are all told apart), start 0.
+Knows nothing about tokens or parsing.
 """
 
 from __future__ import annotations
