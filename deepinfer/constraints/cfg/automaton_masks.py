@@ -106,12 +106,14 @@ class CfgMasks:
                 run = scans.run(head.digest, head.trans, head.accepting, h, scope,
                                 scans.follow_id(self._head_follow[lex]))
                 shared = heads[group] = [run, False]
-            run = shared[0]
-            found, goes_on = (_NO_IDS, False) if run.child is None else literal_scope(
-                scans, run.child, literal)
-            if head.accept_list[h]:  # the head may end here: the literal starts at offset 0
-                now, now_on = literal_scope(scans, scope, literal)
-                found, goes_on = np.concatenate([found, now]), goes_on or now_on
+            # what the literal adds after this head state, kept per (head, state, scope,
+            # literal): the next object position asks again for all but one of the literals
+            memo_key = (head.digest, h, scope, literal)
+            got = scans.head_literals.get(memo_key)
+            if got is None:
+                got = scans.head_literals[memo_key] = _head_literal(scans, shared[0], head, h, scope,
+                                                                    literal)
+            found, goes_on = got
             if goes_on:
                 q2 = self._dfa_state(lex, 0, h)
                 if q2 is not None:
@@ -154,6 +156,16 @@ class CfgMasks:
             found = local[0] if len(local) == 1 else np.concatenate(local) if local else _NO_IDS
             item_set.memo[memo_key] = found
         return found
+
+
+def _head_literal(scans, run, head, h: int, scope: int, literal: bytes) -> tuple[np.ndarray, bool]:
+    """(token ids of `scope` that end inside the literal after head state h's run, whether
+    some entry reads past the literal)."""
+    found, goes_on = (_NO_IDS, False) if run.child is None else literal_scope(scans, run.child, literal)
+    if head.accept_list[h]:  # the head may end here: the literal starts at offset 0
+        now, now_on = literal_scope(scans, scope, literal)
+        found, goes_on = np.concatenate([found, now]), goes_on or now_on
+    return found, goes_on
 
 
 _NO_IDS = np.zeros(0, dtype=np.int32)

@@ -30,28 +30,35 @@ MIN_LITERAL = 2
 def literal_prefix(scans, trans: np.ndarray, accepting: np.ndarray, state: int, limit: int):
     """(literal bytes, state after them) forced from `state` (at most `limit` bytes,
     no accepting state strictly inside), or None if shorter than MIN_LITERAL."""
-    only, nxt = _single_bytes(scans, trans)
+    only = _single_bytes(scans, trans)
     out = bytearray()
     q = state
-    while len(out) < limit and not (out and accepting[q]) and only[q] >= 0:
-        out.append(only[q])
-        q = nxt[q]
+    while len(out) < limit and not (out and accepting[q]):
+        step = only.get(q)
+        if step is None:
+            step = only[q] = _only_byte(trans, q)
+        if step is None:
+            break
+        out.append(step[0])
+        q = step[1]
     return (bytes(out), q) if len(out) >= MIN_LITERAL else None
 
 
-def _single_bytes(scans, trans: np.ndarray) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """Per state of a DFA: its only live byte (-1 if none or several) and the state
-    it leads to; cached per DFA (one pass over the table instead of one per byte)."""
+def _single_bytes(scans, trans: np.ndarray) -> dict:
+    """Per DFA: state -> (its only live byte, the state it leads to), or None when it
+    has none or several; filled per state as asked. Why lazily: most states asked
+    about have many live bytes, and a pass over a new lexeme's whole table (hundreds
+    of states) cost more than the run it came for."""
     key = (trans.ctypes.data, trans.shape[0])
     hit = scans.single_bytes.get(key)
     if hit is None:
-        live = trans >= 0                                            # [S, 256]
-        byte = live.argmax(axis=1)
-        only = np.where(live.sum(axis=1) == 1, byte, -1)
-        nxt = trans[np.arange(trans.shape[0]), byte]
-        # tuples of ints: cached for good, and out of the cyclic GC (lists would not be)
-        hit = scans.single_bytes[key] = (tuple(only.tolist()), tuple(nxt.tolist()), trans)  # keep trans alive
-    return hit[0], hit[1]
+        hit = scans.single_bytes[key] = ({}, trans)  # keep trans alive (the key is its address)
+    return hit[0]
+
+
+def _only_byte(trans: np.ndarray, state: int) -> tuple[int, int] | None:
+    live = np.flatnonzero(trans[state] >= 0)
+    return (int(live[0]), int(trans[state, live[0]])) if live.size == 1 else None
 
 
 def literal_walk(scans, trans, accepting, follow, literal: bytes, end: int,

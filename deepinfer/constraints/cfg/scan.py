@@ -86,6 +86,7 @@ class ScanCache:
         self.literal_roots: dict = {}  # literal -> (prefix token ids, extended?) (literal_runs.py)
         self.literal_scopes: dict = {}  # (scope id, literal) -> the same, other scopes
         self.literal_index: dict = {}  # scope id -> its entries by remaining bytes (literal_runs.py)
+        self.head_literals: dict = {}  # (head digest, head state, scope id, literal) -> the same
         self.tails: dict = {}        # (state_digest, offset) -> tails.Tail
         self.tail_seen: set = set()  # tail keys asked for once (tails._worth)
         self.state_digests: dict = {}  # (trans address, rows, state) -> (digest, trans kept alive)
