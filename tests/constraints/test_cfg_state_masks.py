@@ -4,6 +4,7 @@ canonical item-set ids it keys on (cfg/earley.py ItemSet.sid)."""
 from __future__ import annotations
 
 import random
+from array import array
 from types import SimpleNamespace
 
 import numpy as np
@@ -93,7 +94,8 @@ def test_interning_table_restart_keeps_masks_exact(vocab, monkeypatch):
 
 def test_sets_without_an_id_are_not_memoized():
     interned, loose = SimpleNamespace(sid=4), SimpleNamespace(sid=-1)
-    assert state_key(1, [interned, interned], [(0, 1, 5)]) == (1, 4, 0, 4, 5)
+    assert state_key(1, [interned, interned], [(0, 1, 5)]) == array("q", (1, 4, 0, 4, 5)).tobytes()
+    assert state_key(1, [interned, interned], [(0, 1, -5)]) != state_key(1, [interned, interned], [(0, 1, 5)])
     assert state_key(1, [interned, loose], []) is None           # the last set
     assert state_key(1, [loose, interned], [(0, 0, 5)]) is None  # a thread's origin
 

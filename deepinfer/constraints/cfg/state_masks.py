@@ -15,6 +15,7 @@ is kept as its fill word
 from __future__ import annotations
 
 import itertools
+from array import array
 
 import numpy as np
 
@@ -39,19 +40,24 @@ def state_masks(vocab: Vocabulary) -> MaskCache:
     return cache
 
 
-def state_key(uid: int, chart, threads) -> tuple[int, ...] | None:
-    """(uid, last set id, then lexeme, origin set id, DFA code per thread), or None
-    when a set involved is not interned."""
+def state_key(uid: int, chart, threads) -> bytes | None:
+    """(uid, last set id, then lexeme, origin set id, DFA code per thread) as int64 bytes,
+    or None when a set involved is not interned. Bytes, not a tuple: a bytes object
+    hashes once, a tuple of ~200 ints (an object's remaining properties) at every dict
+    operation (the lookup, then the put)."""
     last = chart[len(chart) - 1].sid
     if last < 0:
         return None
     key = [uid, last]
+    sids: dict[int, int] = {}  # origin -> set id (threads share a few origins)
     for lex, origin, q in threads:
-        sid = chart[origin].sid
-        if sid < 0:
-            return None
+        sid = sids.get(origin)
+        if sid is None:
+            sid = sids[origin] = chart[origin].sid
+            if sid < 0:
+                return None
         key += (lex, sid, q)
-    return tuple(key)
+    return array("q", key).tobytes()
 
 
 def recall(cache: MaskCache, key, row: np.ndarray) -> bool:
