@@ -167,9 +167,7 @@ class Parser:
         seen = set(seeds)
         todo = list(seen)
         waiting: dict[int, list[int]] = {}
-        predicted: set[int] = set()   # nonterminals predicted here (all that xs reach)
-        xs: list[int] = []
-        reach = self.reach
+        xs: dict[int, None] = {}      # nonterminals predicted here, in order (predictions adds what they reach)
         accepting = False
         while todo:
             item = todo.pop()
@@ -201,9 +199,7 @@ class Parser:
             else:
                 lst.append(item)
             if sym >= 0:
-                if sym not in predicted:
-                    xs.append(sym)
-                    predicted.update(reach[sym])
+                xs[sym] = None
                 if nullable[sym]:
                     new = item + 1
                     if new not in seen:
