@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -177,6 +178,27 @@ def test_native_language_keys_group_states_like_the_python_keys():
                     pairs.append((python_ids.setdefault(a, len(python_ids)),
                                   native_ids.setdefault(b, len(native_ids))))
     assert len(python_ids) == len(native_ids) == len(set(pairs)) > 50
+
+
+def test_native_forced_literal_equals_the_python_walk(monkeypatch):
+    """literal_prefix through the C walk and through the per-state Python walk agree at every
+    state of lexemes with key literals, keywords and counted strings, under several limits."""
+    from deepinfer.constraints.cfg import literal_runs, native_keys
+
+    assert native_keys.available()
+    seen = 0
+    for pattern in PATTERNS + [TRIE] + LITERALS + [r'"[^"]*"', r'(true|false|null)', r'"ab"[0-9]{2,4}']:
+        lex = lexeme_of(pattern)
+        for q in range(len(lex.trans)):
+            for limit in (1, 2, 3, 256):
+                native = literal_runs.literal_prefix(None, lex.trans, lex.accepting, q, limit)
+                with monkeypatch.context() as m:
+                    m.setattr(native_keys, "available", lambda: False)
+                    python = literal_runs.literal_prefix(SimpleNamespace(single_bytes={}), lex.trans,
+                                                         lex.accepting, q, limit)
+                assert native == python, (pattern, q, limit)
+                seen += native is not None
+    assert seen > 20
 
 
 def test_walks_from_many_threads_at_once_equal_one_at_a_time(deepseek_vocab):

@@ -23,6 +23,7 @@ from bisect import bisect_left
 import numpy as np
 
 from .. import ir
+from . import native_keys
 
 MIN_LITERAL = 2
 
@@ -30,6 +31,9 @@ MIN_LITERAL = 2
 def literal_prefix(scans, trans: np.ndarray, accepting: np.ndarray, state: int, limit: int):
     """(literal bytes, state after them) forced from `state` (at most `limit` bytes,
     no accepting state strictly inside), or None if shorter than MIN_LITERAL."""
+    if native_keys.available():
+        out, q = native_keys.forced_literal(trans, accepting, state, limit)
+        return (out, q) if len(out) >= MIN_LITERAL else None
     only = _single_bytes(scans, trans)
     out = bytearray()
     q = state
