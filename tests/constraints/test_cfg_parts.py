@@ -48,7 +48,7 @@ def test_composed_lexemes_equal_determinized(deepseek_compiler, case):
         composed += 1
         literal_heads += all(isinstance(i, ir.Literal) for i in parts.split_parts(lx.expr)[0].items)
         dfa = determinize(build_nfa(lx.expr, 200_000), Limits())
-        assert same_language(got[0], got[1], dfa.trans, dfa.accepting), repr(lx.expr)[:200]
+        assert same_language(got[0], got[1], dfa.trans, dfa.accepting, got[3]), repr(lx.expr)[:200]
     assert composed >= 2 and literal_heads >= 1  # key lexemes `"name":` ws: a chain DFA head
 
 
@@ -94,10 +94,10 @@ def test_compose_refuses_a_nondeterministic_join():
     rest = determinize(build_nfa(ir.Literal("bc"), 100), Limits())
     assert parts.compose(head.trans, head.accepting, rest.trans, rest.accepting) is None
     rest = determinize(build_nfa(ir.Literal("cb"), 100), Limits())
-    trans, accepting, _ = parts.compose(head.trans, head.accepting, rest.trans, rest.accepting)
+    trans, accepting, _, start = parts.compose(head.trans, head.accepting, rest.trans, rest.accepting)
     whole = determinize(build_nfa(ir.Seq((ir.Literal("a"), ir.Repeat(ir.Literal("b"), 0, None),
                                           ir.Literal("cb"))), 100), Limits())
-    assert same_language(trans, accepting, whole.trans, whole.accepting)
+    assert same_language(trans, accepting, whole.trans, whole.accepting, start)
 
 
 def test_shared_caches_are_bounded(monkeypatch):
@@ -121,7 +121,7 @@ def test_composed_digests_name_exactly_what_was_composed():
     rest = (ws, ir.Repeat(ir.CharClass(((97, 122),)), 1, 40), ir.Literal("!"))
     digests = {}
     for key in ['"a":', '"b":', '"ab":', '"a":|']:
-        trans, _, digest = parts.composed_dfa(ir.Seq((ir.Literal(key),) + rest), Limits())
+        trans, _, digest, _ = parts.composed_dfa(ir.Seq((ir.Literal(key),) + rest), Limits())
         again = parts.composed_dfa(ir.Seq((ir.Literal(key),) + rest), Limits())[2]
         assert again == digest
         digests[digest] = trans.tobytes()

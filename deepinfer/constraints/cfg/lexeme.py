@@ -65,8 +65,9 @@ class Lexeme:
                 # subset construction of its own (the rest recurs in the same schema)
                 parts = None if self.nullable else composed_dfa(self.expr, self._limits)
                 texts = None if parts is not None else _literal_set(self.expr)
+                start = 0
                 if parts is not None:
-                    trans, accepting, digest = parts
+                    trans, accepting, digest, start = parts
                 elif texts is not None:  # an enum's values: their trie (dfa.literal_set_dfa)
                     dfa = literal_set_dfa(texts)
                     trans, accepting, digest = dfa.trans, dfa.accepting, dfa.digest
@@ -79,13 +80,12 @@ class Lexeme:
                             nfa = build_nfa(ir.Grammar(rules, "__lexeme__"), self._limits.max_nfa_states)
                         dfa = determinize(nfa, self._limits)
                     trans, accepting, digest = dfa.trans, dfa.accepting, dfa.digest
-                start = 0
             except ConstraintError as exc:  # too large after all: match nothing (sound)
                 self.error = str(exc)
                 trans, accepting = np.full((1, 256), -1, np.int32), np.zeros(1, bool)
                 start, digest = 0, "empty"
-            if self.nullable:  # a fresh non-accepting start state with state 0's moves
-                trans = np.vstack([trans, trans[:1]])
+            if self.nullable:  # a fresh non-accepting start state with the start's moves
+                trans = np.vstack([trans, trans[start:start + 1]])
                 accepting = np.append(accepting, False)
                 start, digest = len(trans) - 1, digest + "+"
             trans = np.ascontiguousarray(trans, dtype=np.int32)

@@ -71,10 +71,10 @@ def split_parts(expr) -> tuple[ir.Expr, ir.Expr] | None:
     return ir.Seq(tuple(items[:best])), ir.Seq(tuple(items[best:]))
 
 
-def composed_dfa(expr, limits: Limits) -> tuple[np.ndarray, np.ndarray, str] | None:
-    """(trans int32 [S, 256] read-only, accepting bool [S], digest) of expr's DFA
-    (start 0) from its shared parts, or None when it does not split deterministically
-    (the caller then determinizes expr itself)."""
+def composed_dfa(expr, limits: Limits) -> tuple[np.ndarray, np.ndarray, str, int] | None:
+    """(trans int32 [S, 256] read-only, accepting bool [S], digest, start state) of expr's
+    DFA from its shared parts, or None when it does not split deterministically (the
+    caller then determinizes expr itself)."""
     split = split_parts(expr)
     if split is None:
         return None
@@ -106,25 +106,28 @@ def _literal_dfa(text: bytes) -> tuple[np.ndarray, np.ndarray]:
 
 
 def compose(h_trans, h_accepting, r_trans, r_accepting, name: bytes | None = None):
-    """Concatenation H . R of two DFAs (start 0 each) when deterministic, else None.
-    The digest hashes `name` (what determines both tables: the head's literal or
-    digest and the rest's digest) when given, else the composed table. Why: a
-    rest of ~700 states (a bounded string) is a 700 KB table, ~1.2 ms to hash, and
-    every property key composes its own copy, inside mask steps."""
+    """Concatenation H . R of two DFAs (start 0 each) when deterministic, else None:
+    (trans, accepting, digest, start). Laid out rest first: R's states keep their
+    numbers (one copy of R's table, no renumbering pass: ~40 instead of ~400 us for a
+    700-state bounded string), H's follow, and the start is H's start (len(R)). The
+    digest hashes `name` (what determines both tables: the head's literal or digest and
+    the rest's digest) when given, else the composed table. Why: a rest of ~700 states is
+    a 700 KB table, ~1.2 ms to hash, and every property key composes its own copy,
+    inside mask steps."""
     starts = r_trans[0] >= 0                                        # bool [256] R's first bytes
     ends = np.flatnonzero(h_accepting)
     if (h_trans[ends][:, starts] >= 0).any():
         return None  # an accepting head state could also go on in the head
-    sh = len(h_trans)
-    trans = np.empty((sh + len(r_trans), 256), dtype=np.int32)
-    trans[:sh] = h_trans
-    trans[sh:] = np.where(r_trans >= 0, r_trans + sh, -1)
-    trans[np.ix_(ends, np.flatnonzero(starts))] = r_trans[0, starts] + sh
-    accepting = np.concatenate([h_accepting & bool(r_accepting[0]), r_accepting])
+    sr = len(r_trans)
+    trans = np.empty((sr + len(h_trans), 256), dtype=np.int32)
+    trans[:sr] = r_trans
+    trans[sr:] = np.where(h_trans >= 0, h_trans + sr, -1)
+    trans[np.ix_(ends + sr, np.flatnonzero(starts))] = r_trans[0, starts]
+    accepting = np.concatenate([r_accepting, h_accepting & bool(r_accepting[0])])
     trans.flags.writeable = False
     named = name if name is not None else b"table:" + trans.tobytes() + accepting.tobytes()
     digest = "parts:" + hashlib.blake2b(named, digest_size=16).hexdigest()
-    return trans, accepting, digest
+    return trans, accepting, digest, sr
 
 
 def _rest_dfa(rest, limits: Limits):
