@@ -5,7 +5,7 @@ CfgAutomaton): per thread, the cached run of its DFA state over a scope
 (scan.py), the head / literal reads before the DFA (heads.py,
 literal_runs.py), and one Earley step per (thread, recursion level) for the
 tokens that cross a lexeme boundary, memoized on item sets. Uses the
-automaton's stepping (`_complete`, `_with_new_threads`, `_dfa_state`) and
+automaton's stepping (`_after`, `_dfa_state`) and
 per-lexeme tables (`lexemes`, `_heads`, `_literals`, `_head_follow`) but not
 how bytes are stepped; never loops over the vocabulary.
 """
@@ -139,14 +139,7 @@ class CfgMasks:
     def _after_lexeme(self, ctx, chart: Chart, lex: int, origin: int, scope: int) -> np.ndarray:
         """Token ids of `scope` allowed right after lexeme `lex` (from set `origin`)
         ends. Memoized on item sets: the last set of a chart determines the chart."""
-        last = chart[len(chart) - 1]
-        key = (lex, origin)
-        after = last.memo.get(key)
-        if after is None:
-            next_chart = self._complete(chart, [key])
-            after = last.memo[key] = (next_chart[len(chart)],
-                                      self._with_new_threads(next_chart, ()).threads)
-        item_set, threads = after
+        item_set, threads = self._after(chart, (lex, origin))
         memo_key = ("ids", ctx[0].generation, scope)  # never equal to a (lex, origin) key above
         found = item_set.memo.get(memo_key)
         if found is None:

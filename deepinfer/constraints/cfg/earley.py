@@ -54,10 +54,11 @@ class Chart:
         return self.base[i] if i < self.n else self.extra[i - self.n]
 
     def append(self, item_set: ItemSet) -> "Chart":
-        if not self.extra and len(self.base) == self.n:
-            self.base.append(item_set)  # nobody else sees index n yet...
-            if self.base[self.n] is item_set:  # ...unless another thread appended first
-                return Chart(self.base, self.n + 1)
+        if not self.extra:
+            if len(self.base) == self.n:
+                self.base.append(item_set)  # nobody else sees index n yet...
+            if self.base[self.n] is item_set:  # ...unless another thread appended first (or it
+                return Chart(self.base, self.n + 1)  # is there already: a memoized set)
         extra = self.extra + (item_set,)
         if len(extra) > 32:  # flatten: one copy per 32 boundaries
             return Chart(self.base[: self.n] + list(extra), self.n + len(extra))
