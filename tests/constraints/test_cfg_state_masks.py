@@ -144,3 +144,42 @@ def test_mask_cache_counts_bytes_exactly_under_concurrent_puts():
     cache.put(("k", 0), rows[0])
     cache.put(("k", 0), rows[0])  # the same key again: counted once
     assert cache.bytes == sum(r.nbytes for r in cache.rows.values())
+
+
+def test_a_token_ending_a_lexeme_leads_to_the_set_its_mask_explored(vocab):
+    """automaton._after: the mask of `[x` explores `]` ending the "x" item (through the
+    crossing token `]]`), and stepping by `]]` then lands on that very item set, with what
+    the exploration remembered on it, not on an equal new one."""
+    automaton = cfg_compiled(GrammarCompiler(vocab), NESTED).automaton
+    state = automaton.advance_bytes(automaton.initial_state(), b"[[x")
+    _mask(automaton, state, vocab.words, memo=False)
+    last = state.chart[len(state.chart) - 1]
+    explored = [v[0] for k, v in last.memo.items() if isinstance(k[0], int)]
+    assert explored
+    after = automaton.next_state(state, vocab.token_bytes.index(b"]]"))
+    assert after is not None
+    assert after.chart[len(state.chart)] in explored  # identity (ItemSet compares by identity)
+    # the same state as one reached byte by byte from scratch, with a fresh automaton
+    other = cfg_compiled(GrammarCompiler(vocab), NESTED).automaton
+    again = other.advance_bytes(other.initial_state(), b"[[x]]")
+    assert np.array_equal(_mask(automaton, after, vocab.words, False), _mask(other, again, vocab.words, False))
+
+
+def test_lexemes_ending_together_share_one_remembered_set(vocab):
+    """Two lexemes that end at the same byte (x and y both read "ab") complete together: the
+    set after them is remembered on the chart, so a second step there reuses it, and the
+    language is unchanged."""
+    grammar = 'start: x start "!" | y start "?" | "."\nx: "a" "b"+\ny: "a" "b" "b"?\n'
+    automaton = cfg_compiled(GrammarCompiler(vocab), grammar).automaton
+    state = automaton.advance_bytes(automaton.initial_state(), b"a")
+    first = automaton.advance_bytes(state, b"b")
+    assert len(first.chart) == len(state.chart) + 1  # both lexemes ended at the "b"
+    second = automaton.advance_bytes(state, b"b")
+    assert first.chart[len(state.chart)] is second.chart[len(state.chart)]
+    for text, ok in ((b"ab.!", True), (b"ab.?", True), (b"abb.?", True), (b"abbb.!", True),
+                     (b"abab.?!", True), (b"abbb.?", False), (b"abb.!", True), (b"a.!", False)):
+        end = automaton.advance_bytes(automaton.initial_state(), text)
+        assert (end is not None and automaton.is_accepting(end)) == ok, text
+    other = cfg_compiled(GrammarCompiler(vocab), grammar).automaton
+    assert np.array_equal(_mask(automaton, first, vocab.words, False),
+                          _mask(other, other.advance_bytes(other.initial_state(), b"ab"), vocab.words, False))

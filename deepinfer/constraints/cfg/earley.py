@@ -28,7 +28,8 @@ class ItemSet:
     waiting: dict[int, list[int]] = field(default_factory=dict)
     accepting: bool = False          # S' -> start . from set 0 is here
     lexemes: tuple[int, ...] = ()    # lexeme symbols expected next
-    # (lexeme, origin) -> (next ItemSet, threads); ("ids", scan generation, scope) -> token ids
+    # (lexeme, origin), or a tuple of those ending together -> (next ItemSet, threads)
+    # (automaton._after); ("ids", scan generation, scope) -> token ids
     memo: dict = field(default_factory=dict)
     # This set's own predictions: dotted ids (origin: this set) by next symbol. Shared between
     # sets that predict the same nonterminals (Parser.predictions), never written to.
