@@ -121,44 +121,10 @@ def test_composed_digests_name_exactly_what_was_composed():
     rest = (ws, ir.Repeat(ir.CharClass(((97, 122),)), 1, 40), ir.Literal("!"))
     digests = {}
     for key in ['"a":', '"b":', '"ab":', '"a":|']:
-        trans, _, digest, _, _ = parts.composed_dfa(ir.Seq((ir.Literal(key),) + rest), Limits())
+        trans, _, digest, _ = parts.composed_dfa(ir.Seq((ir.Literal(key),) + rest), Limits())
         again = parts.composed_dfa(ir.Seq((ir.Literal(key),) + rest), Limits())[2]
         assert again == digest
         digests[digest] = trans.tobytes()
     assert len(digests) == 4
     other_rest = ir.Seq((ir.Literal('"a":'), ws, ir.Repeat(ir.CharClass(((97, 122),)), 1, 41), ir.Literal("!")))
     assert parts.composed_dfa(other_rest, Limits())[2] not in digests
-
-
-def test_keys_composed_with_one_rest_share_its_runs(deepseek_compiler, deepseek_vocab, deepseek_tokenizer,
-                                                   monkeypatch):
-    """Two properties whose values are the same bounded string: their lexemes `"a": "` X{0,90}`"`
-    and `"b": "` ... are composed with one rest, laid out first, so a run from a rest state is
-    computed once and found again from the other key's table (and masks stay exact: the same
-    as the fully determinized lexemes along an instance)."""
-    from deepinfer.constraints.cfg.automaton_masks import scan_cache
-
-    value = {"type": "string", "maxLength": 90}
-    schema = {"type": "object", "properties": {"alpha": value, "beta": value}, "required": ["alpha", "beta"]}
-    automaton = _cfg(deepseek_compiler.compile_json_schema(schema))
-    composed = [lx for lx in automaton.lexemes if not lx.nullable and parts.split_parts(lx.expr) is not None]
-    for lx in composed:
-        lx.build()
-    shared = [lx for lx in composed if lx.rest_states]
-    assert len(shared) >= 2 and len({lx.rest_digest for lx in shared}) < len(shared)
-    a, b = [lx for lx in shared if lx.rest_digest == shared[0].rest_digest][:2]
-    assert a.digest != b.digest and a.trans is not b.trans
-    scans, follow = scan_cache(deepseek_vocab), 0
-    q = 1  # a rest state (inside the string body)
-    assert q < a.rest_states and q < b.rest_states
-    first = scans.run(a.rest_digest, a.trans, a.accepting, q, 0, follow)
-    assert scans.run(b.rest_digest, b.trans, b.accepting, q, 0, follow) is first
-    with monkeypatch.context() as patch:
-        patch.setattr(lexeme_mod, "composed_dfa", lambda expr, limits: None)
-        slow = _rebuilt(automaton)
-        for lx in slow.lexemes:
-            lx.build()
-    assert all(lx.rest_states == 0 for lx in slow.lexemes)
-    instance = {"alpha": "x" * 40, "beta": "y z" * 10}
-    ids = deepseek_tokenizer.encode(json.dumps(instance), add_special_tokens=False).ids
-    assert_same_masks_along(automaton, slow, ids, deepseek_vocab.words)

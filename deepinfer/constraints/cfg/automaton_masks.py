@@ -77,9 +77,7 @@ class CfgMasks:
                 q = self._before_dfa(scans, lex, q, scope, rows, ids, heads)
                 if q is None:
                     continue
-            # a state of a composed lexeme's rest: named by the rest, not the whole table
-            digest = lexeme.digest if q >= lexeme.rest_states else lexeme.rest_digest
-            run = scans.run(digest, lexeme.trans, lexeme.accepting, q, scope, follow_ids[lex])
+            run = scans.run(lexeme.digest, lexeme.trans, lexeme.accepting, q, scope, follow_ids[lex])
             if run.inside_row is not None:
                 rows.append(run.inside_row)
             elif run.inside_ids.size:

@@ -231,8 +231,7 @@ def install_composed(lexeme, literal: bytes, head: Head) -> bool:
     with lexeme._lock:
         if "trans" not in lexeme.__dict__:
             lexeme.__dict__.update(accepting=accepting, start=0, digest=digest,
-                                   rows={}, accept_list=tuple(accepting.tolist()),
-                                   rest_states=0, rest_digest=digest)
+                                   rows={}, accept_list=tuple(accepting.tolist()))
             lexeme.__dict__["trans"] = trans  # last: its presence means "built" (lexeme.py)
     return True
 

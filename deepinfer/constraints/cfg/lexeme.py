@@ -33,8 +33,7 @@ from ..nfa import Nfa, build_nfa
 from .parts import composed_dfa
 
 EAGER_NFA_STATES = 4000  # bigger NFAs are determinized at compile time (limits fail the compile)
-_DFA_ATTRS = frozenset({"trans", "accepting", "start", "digest", "rows", "accept_list", "rest_states",
-                        "rest_digest"})
+_DFA_ATTRS = frozenset({"trans", "accepting", "start", "digest", "rows", "accept_list"})
 
 
 class Lexeme:
@@ -66,9 +65,9 @@ class Lexeme:
                 # subset construction of its own (the rest recurs in the same schema)
                 parts = None if self.nullable else composed_dfa(self.expr, self._limits)
                 texts = None if parts is not None else _literal_set(self.expr)
-                start, rest_digest = 0, None
+                start = 0
                 if parts is not None:
-                    trans, accepting, digest, start, rest_digest = parts
+                    trans, accepting, digest, start = parts
                 elif texts is not None:  # an enum's values: their trie (dfa.literal_set_dfa)
                     dfa = literal_set_dfa(texts)
                     trans, accepting, digest = dfa.trans, dfa.accepting, dfa.digest
@@ -84,7 +83,7 @@ class Lexeme:
             except ConstraintError as exc:  # too large after all: match nothing (sound)
                 self.error = str(exc)
                 trans, accepting = np.full((1, 256), -1, np.int32), np.zeros(1, bool)
-                start, digest, rest_digest = 0, "empty", None
+                start, digest = 0, "empty"
             if self.nullable:  # a fresh non-accepting start state with the start's moves
                 trans = np.vstack([trans, trans[start:start + 1]])
                 accepting = np.append(accepting, False)
@@ -96,12 +95,8 @@ class Lexeme:
             # lexeme are never stepped through, and tuples of ints drop out of the
             # cyclic GC (lists of 256 items, or of one None / bool per state, made every
             # collection that sees them slow).
-            # states below rest_states read the composed rest only (parts.composed_dfa): runs
-            # from them are keyed by rest_digest, shared with every key composed with that rest
-            rest_states = start if rest_digest is not None and not self.nullable else 0
             self.__dict__.update(accepting=accepting, start=start, digest=digest,
-                                 rows={}, accept_list=tuple(accepting.tolist()),
-                                 rest_states=rest_states, rest_digest=rest_digest or digest)
+                                 rows={}, accept_list=tuple(accepting.tolist()))
             self.__dict__["trans"] = trans  # last: its presence means "built"
 
     def row(self, q: int) -> tuple:

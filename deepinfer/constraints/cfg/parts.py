@@ -71,13 +71,10 @@ def split_parts(expr) -> tuple[ir.Expr, ir.Expr] | None:
     return ir.Seq(tuple(items[:best])), ir.Seq(tuple(items[best:]))
 
 
-def composed_dfa(expr, limits: Limits) -> tuple[np.ndarray, np.ndarray, str, int, str] | None:
-    """(trans int32 [S, 256] read-only, accepting bool [S], digest, start state, rest name)
-    of expr's DFA from its shared parts, or None when it does not split deterministically
-    (the caller then determinizes expr itself). States below the start are the rest's own
-    (compose lays the rest out first), so what is read from one of them is named by the
-    rest name and that state, whatever the head: runs from there are shared between all
-    the property keys composed with one rest (scan.py keys runs on it)."""
+def composed_dfa(expr, limits: Limits) -> tuple[np.ndarray, np.ndarray, str, int] | None:
+    """(trans int32 [S, 256] read-only, accepting bool [S], digest, start state) of expr's
+    DFA from its shared parts, or None when it does not split deterministically (the
+    caller then determinizes expr itself)."""
     split = split_parts(expr)
     if split is None:
         return None
@@ -94,8 +91,7 @@ def composed_dfa(expr, limits: Limits) -> tuple[np.ndarray, np.ndarray, str, int
     if rest is None:
         return None
     r_trans, r_accepting, r_digest = rest
-    got = compose(h_trans, h_accepting, r_trans, r_accepting, h_name + b"|" + r_digest)
-    return None if got is None else (*got, "rest:" + r_digest.decode())
+    return compose(h_trans, h_accepting, r_trans, r_accepting, h_name + b"|" + r_digest)
 
 
 def _literal_dfa(text: bytes) -> tuple[np.ndarray, np.ndarray]:
