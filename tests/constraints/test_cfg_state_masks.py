@@ -183,3 +183,35 @@ def test_lexemes_ending_together_share_one_remembered_set(vocab):
     other = cfg_compiled(GrammarCompiler(vocab), grammar).automaton
     assert np.array_equal(_mask(automaton, first, vocab.words, False),
                           _mask(other, other.advance_bytes(other.initial_state(), b"ab"), vocab.words, False))
+
+
+def _memo_reachable(automaton) -> int:
+    """Item sets reachable from the automaton's initial set through memoized completions."""
+    from deepinfer.constraints.cfg.earley import ItemSet
+
+    first = automaton.initial_state().chart[0]
+    seen, todo = {id(first)}, [first]
+    while todo:
+        for value in todo.pop().memo.values():
+            if isinstance(value, tuple) and value and isinstance(value[0], ItemSet) and id(value[0]) not in seen:
+                seen.add(id(value[0]))
+                todo.append(value[0])
+    return len(seen)
+
+
+@pytest.mark.parametrize("limit, bounded", [(40, True), (1 << 30, False)])
+def test_memoized_completions_do_not_pile_up_on_the_initial_set(vocab, monkeypatch, limit, bounded):
+    """Sets memoized by masks and steps hang from the cached automaton's initial set; with
+    epochs, what stays reachable from it does not grow with the number of walks served (the
+    walk in progress and ~2 epochs of memos), without them every path served stays."""
+    from deepinfer.constraints.cfg import automaton as automaton_mod
+
+    monkeypatch.setattr(automaton_mod, "MAX_MEMOS", limit)
+    automaton = cfg_compiled(GrammarCompiler(vocab), NESTED).automaton
+    for seed in range(4):
+        _walk_compare(automaton, vocab, seed, 80)
+    few = _memo_reachable(automaton)
+    for seed in range(4, 24):
+        _walk_compare(automaton, vocab, seed, 80)
+    many = _memo_reachable(automaton)
+    assert (many < 2 * few) if bounded else (many > 3 * few), (few, many)

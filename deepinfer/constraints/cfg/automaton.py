@@ -38,6 +38,7 @@ from .state_masks import automaton_uid
 from .threads import AT_START, HEAD, STUCK, Thread  # noqa: F401  (Thread: re-export)
 
 MAX_FORCED = 4096
+MAX_MEMOS = 1 << 14  # lexeme completions memoized per epoch (each ~1-3 KB of item sets)
 
 
 class CfgState:
@@ -74,6 +75,7 @@ class CfgAutomaton(CfgMasks):
         self._starts: list = [None] * count
         self._head_follow: list = [None] * count
         self._at_literal: dict[tuple[int, int], int | None] = {}
+        self._epoch, self._memos = 0, 0  # lexeme completions memoized on sets (_after)
         self._initial = self._with_new_threads(self.parser.initial_chart(), ())
 
     def _prepare(self, lex: int) -> int:
@@ -162,12 +164,26 @@ class CfgAutomaton(CfgMasks):
         such keys end together, the threads it starts), memoized on the chart's last set
         (which determines the chart). Shared by masks (automaton_masks._after_lexeme) and
         steps, so the state a token leads to holds the very set its mask explored, with what
-        was remembered on it (measured on MaskBench: steps over 395 us -20%)."""
+        was remembered on it (measured on MaskBench: steps over 395 us -20%).
+
+        Bounded by epochs: memoized sets chain every path served to the cached initial set,
+        so after MAX_MEMOS new entries the epoch moves on, and a set first touched in a new
+        epoch forgets its memo; the old chains, cut where they hang from sets still in use
+        (the initial set is touched by every request), are then garbage."""
         last = chart[len(chart) - 1]
-        after = last.memo.get(key)
+        memo = last.memo
+        if last.memo_epoch != self._epoch:
+            memo.clear()
+            last.memo_epoch = self._epoch
+        after = memo.get(key)
         if after is None:
             next_chart = self._complete(chart, [key] if isinstance(key[0], int) else list(key))
-            after = last.memo[key] = (next_chart[len(chart)], self._with_new_threads(next_chart, ()).threads)
+            item_set = next_chart[len(chart)]
+            item_set.memo_epoch = self._epoch
+            after = memo[key] = (item_set, self._with_new_threads(next_chart, ()).threads)
+            self._memos += 1
+            if self._memos >= MAX_MEMOS:
+                self._epoch, self._memos = self._epoch + 1, 0
         return after
 
     def initial_state(self) -> CfgState:

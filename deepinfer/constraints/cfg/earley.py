@@ -31,6 +31,7 @@ class ItemSet:
     # (lexeme, origin), or a tuple of those ending together -> (next ItemSet, threads)
     # (automaton._after); ("ids", scan generation, scope) -> token ids
     memo: dict = field(default_factory=dict)
+    memo_epoch: int = 0  # the automaton's memo epoch `memo` was filled in (automaton._after)
     # This set's own predictions: dotted ids (origin: this set) by next symbol. Shared between
     # sets that predict the same nonterminals (Parser.predictions), never written to.
     predicted: dict[int, tuple[int, ...]] = field(default_factory=dict)
