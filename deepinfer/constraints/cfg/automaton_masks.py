@@ -140,7 +140,7 @@ class CfgMasks:
         """Token ids of `scope` allowed right after lexeme `lex` (from set `origin`)
         ends. Memoized on item sets: the last set of a chart determines the chart."""
         item_set, threads = self._after(chart, (lex, origin))
-        memo_key = ("ids", ctx[0].generation, scope)  # never equal to a (lex, origin) key above
+        memo_key = ("ids", ctx[0].generation, scope)  # never equal to a completion key (_after)
         found = item_set.memo.get(memo_key)
         if found is None:
             local: list[np.ndarray] = []

@@ -170,7 +170,7 @@ class Parser:
         seen = set(seeds)
         todo = list(seen)
         waiting: dict[int, list[int]] = {}
-        xs: dict[int, None] = {}      # nonterminals predicted here, in order (predictions adds what they reach)
+        xs: dict[int, None] = {}  # nonterminals predicted here, in order (predictions() adds their reach)
         accepting = False
         while todo:
             item = todo.pop()
