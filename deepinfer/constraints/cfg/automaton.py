@@ -38,7 +38,7 @@ from .state_masks import automaton_uid
 from .threads import AT_START, HEAD, STUCK, Thread  # noqa: F401  (Thread: re-export)
 
 MAX_FORCED = 4096
-MAX_MEMOS = 1 << 14  # lexeme completions memoized per epoch (each ~1-3 KB of item sets)
+MAX_MEMOS = 1 << 14  # lexeme completions memoized per epoch (MaskBench's biggest case makes 1,876)
 
 
 class CfgState:
