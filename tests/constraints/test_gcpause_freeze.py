@@ -72,3 +72,34 @@ def test_opt_out_and_collector_off_freeze_nothing(monkeypatch):
         assert gc.get_freeze_count() <= before and not gc.isenabled()
     finally:
         gc.enable()
+
+
+_YOUNG_PROBE = """
+import gc, sys
+if sys.argv[1] != "default":
+    gc.set_threshold(int(sys.argv[1]), 10, 10)
+from deepinfer.constraints import GrammarCompiler, Vocabulary
+vocab = Vocabulary.from_token_bytes([b"a", b"b", None], eos_ids=[2])
+before = gc.get_threshold()[0]
+GrammarCompiler(vocab).compile_regex("ab")
+print(before, gc.get_threshold()[0])
+"""
+
+
+def _young_thresholds(app_threshold: str, env: dict) -> tuple[int, int]:
+    import os
+    import subprocess
+    import sys
+
+    run_env = {k: v for k, v in os.environ.items() if k != "DEEPINFER_GC_YOUNG"} | env
+    out = subprocess.run([sys.executable, "-c", _YOUNG_PROBE, app_threshold], env=run_env,
+                         capture_output=True, text=True, check=True).stdout.split()
+    return int(out[0]), int(out[1])
+
+
+def test_first_compile_widens_the_young_generation_unless_told_otherwise():
+    # a fresh process each: the threshold is process state
+    assert _young_thresholds("default", {}) == (700, gcpause.YOUNG_THRESHOLD)
+    assert _young_thresholds("default", {"DEEPINFER_GC_YOUNG": "12345"}) == (700, 12345)
+    assert _young_thresholds("default", {"DEEPINFER_GC_YOUNG": "0"}) == (700, 700)
+    assert _young_thresholds("2000", {}) == (2000, 2000)  # the application's own choice stays
