@@ -23,7 +23,8 @@ from deepinfer.constraints.ir import Expr, alt, literal
 from . import json_arrays, json_objects, json_scalars
 from .json_composition import Composition
 from .json_merge import TYPES, MergeError, canon, merge, type_set
-from .json_normalize import VALIDATION, Normalizer, draft_keywords
+from .json_drafts import draft_of
+from .json_normalize import VALIDATION, Normalizer
 from .json_numbers import NUMBER_TEXT
 from .json_refs import Node, RefError, Refs
 from .json_text import Whitespace, any_string, value_text
@@ -40,8 +41,8 @@ class Lowerer:
         self.strict = strict
         self.any_depth = any_depth
         self.refs = Refs(root)
-        self.legacy_draft, ignored = draft_keywords(root)
-        self.norm = Normalizer(self.refs, ignored)
+        self.draft = draft_of(root)
+        self.norm = Normalizer(self.refs, self.draft)
         self.rules: dict[str, Expr] = {"start": ir.EMPTY}
         self.annotations: list[str] = []
         self._ref_rules: dict[tuple[int, str], str] = {}
@@ -241,7 +242,9 @@ class Lowerer:
 
 
 def _is_synthetic(s: dict) -> bool:
-    return any(isinstance(v, Node) for v in s.get("allOf", ())) or isinstance(s.get("not"), Node)
+    members = s.get("allOf")  # a malformed (non-array) allOf is json_values' error, raised later
+    return (isinstance(members, list) and any(isinstance(v, Node) for v in members)) or \
+        isinstance(s.get("not"), Node)
 
 
 def _node_key(node: Node):

@@ -4,7 +4,8 @@ Owns the canonical form: `$ref`s followed and `allOf` members folded in (by
 json_merge's exact `merge`), draft differences removed (draft-04 boolean
 `exclusive*`, draft-07 array `items` + `additionalItems` vs `prefixItems`,
 `dependencies` split into `dependentRequired`/`dependentSchemas`, `const` as a
-one-value `enum`, the keywords the declared draft lacks dropped: `draft_keywords`),
+one-value `enum`, the keywords the declared draft lacks dropped and, in drafts 4-7, the
+siblings of a `$ref` too: json_drafts.py),
 sub-schemas wrapped as `Node`s so they keep their pointer and base URI, and the
 vocabulary of keywords that validate (VALIDATION) or only annotate. Where each property and branch was declared is recorded for
 json_order. Knows nothing about IR, and nothing about how two members combine.
@@ -16,7 +17,9 @@ from typing import Any
 
 from .json_merge import TYPES, MergeError, canon, merge
 from .json_order import ANY_OF_POS, COND_POS, ONE_OF_POS, POS, shifted
+from .json_drafts import UNDECLARED, Draft
 from .json_refs import Node, Refs
+from .json_values import check_value
 
 ANNOTATIONS = {"title", "description", "default", "examples", "example", "$comment", "$schema", "$id",
                "id", "$anchor", "$dynamicAnchor", "definitions", "$defs", "deprecated", "readOnly",
@@ -29,31 +32,13 @@ VALIDATION = {"type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximu
               "dependencies", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "$ref",
               "$dynamicRef", "$recursiveRef", "unevaluatedProperties", "unevaluatedItems"}
 MAX_MERGE_DEPTH = 40
-_NEWER_KEYWORDS = frozenset({"prefixItems", "dependentSchemas", "dependentRequired", "minContains", "maxContains"})
-
-
-def draft_keywords(root) -> tuple[bool, frozenset]:
-    """(whether the document declares a draft before 2019-09, the keywords its draft does not have)."""
-    # Drafts before 2019-09 have no prefixItems, dependentSchemas, dependentRequired,
-    # minContains or maxContains: jsonschema ignores them there, and so must the grammar (honoured
-    # inside an `if` or `oneOf`, or as `minContains: 0`, they let through what the schema rejects).
-    schema_uri = root.get("$schema", "") if isinstance(root, dict) else ""
-    legacy_draft = isinstance(schema_uri, str) and any(
-        f"draft-0{n}" in schema_uri for n in (3, 4, 6, 7))
-    # And the reverse: a document that declares 2019-09 has no `dependencies`, 2020-12 neither
-    # `additionalItems`. A document without `$schema` keeps the draft-07 reading of both.
-    ignored = _NEWER_KEYWORDS if legacy_draft else frozenset()
-    if isinstance(schema_uri, str) and "2019-09" in schema_uri:
-        ignored = frozenset({"dependencies"})
-    elif isinstance(schema_uri, str) and "2020-12" in schema_uri:
-        ignored = frozenset({"dependencies", "additionalItems"})
-    return legacy_draft, ignored
 
 
 class Normalizer:
-    def __init__(self, refs: Refs, ignored: frozenset = frozenset()):
+    def __init__(self, refs: Refs, draft: Draft = UNDECLARED):
         self.refs = refs
-        self.ignored = ignored  # keywords the document's draft does not have (draft_keywords)
+        self.draft = draft
+        self.ignored = draft.ignored  # keywords the document's draft does not have
 
     def normalize(self, node: Node, depth: int = 0) -> dict | bool:
         """The canonical dict of a schema (True/False for boolean schemas)."""
@@ -66,9 +51,13 @@ class Normalizer:
             raise MergeError(node.ptr, "$ref/allOf chain too deep (a schema that includes itself)")
         out: dict[str, Any] = {}
         members: list[tuple[Node, tuple]] = []  # (member, its position prefix: see json_order)
-        for k, (key, value) in enumerate(s.items()):
+        keywords = s.items()
+        if self.draft.ref_alone and "$ref" in s:  # drafts 4-7: jsonschema ignores $ref's siblings
+            keywords = [(key, value) if key == "$ref" else (None, None) for key, value in keywords]
+        for k, (key, value) in enumerate(keywords):
             if key not in VALIDATION or key in self.ignored:
                 continue
+            check_value(key, value, self.draft, node.ptr)  # a value of the wrong type: json_values
             if key == "$ref":
                 members.append((self.refs.resolve(value, node.base), (k,)))
             elif key == "allOf":
@@ -91,6 +80,12 @@ class Normalizer:
         if key in ("properties", "patternProperties", "dependentSchemas"):
             if not isinstance(value, dict):
                 raise MergeError(ptr, f"{key} must be an object")
+            if key == "patternProperties" and list(value) == [""] and \
+                    node.schema.get("additionalProperties", True) is not True:
+                # jsonschema joins the patterns with "|" and reads an empty result as "no
+                # pattern": every member is then also additional; other validators disagree
+                raise MergeError(ptr, "the empty pattern as the only patternProperties next to "
+                                      "additionalProperties is read differently by validators")
             out[key] = {name: node.child(key, name) for name in value}
         elif key in ("anyOf", "oneOf"):
             if not isinstance(value, list) or not value:
@@ -140,7 +135,8 @@ class Normalizer:
     def _finish(self, out: dict, node: Node) -> None:
         """Draft differences: boolean exclusive*, items/additionalItems."""
         for excl, bound in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
-            if isinstance(out.get(excl), bool):
+            if excl in out and (isinstance(out[excl], bool) or self.draft.boolean_exclusive):
+                # draft-04 reads any value as a flag, as jsonschema's Draft4Validator does
                 flag = out.pop(excl)
                 if flag and bound in out:
                     out[excl] = out.pop(bound)

@@ -1,0 +1,58 @@
+"""Which JSON Schema draft a document declares, and what that changes for validation.
+
+Owns `draft_of(root)`: the `$schema` URI read into a `Draft` (the keywords that draft does not
+have, whether `$ref` hides its siblings, whether `exclusiveMinimum`/`exclusiveMaximum` are the
+boolean modifiers of draft-04). Why it matters for soundness, not only for exactness: a keyword
+enforced where the draft's validators ignore it makes the schema stricter at the top, but looser
+under `not`, `oneOf` or `if` (where a stricter branch excludes less), so instances the schema
+rejects would be generated. The tables follow jsonschema's validators keyword for keyword
+(tests/constraints/test_json_drafts.py checks them against `jsonschema.DraftNValidator.VALIDATORS`).
+A document without `$schema` is read as before this table existed: every keyword enforced, the
+draft-07 reading of `dependencies` and array `items` + `additionalItems`.
+Knows nothing about IR or lowering.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import ConstraintError
+
+# keywords introduced after draft-07 (2019-09 / 2020-12)
+_NEWER = frozenset({"prefixItems", "dependentSchemas", "dependentRequired", "minContains", "maxContains",
+                    "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef"})
+
+
+@dataclass(frozen=True)
+class Draft:
+    name: str
+    ignored: frozenset = frozenset()   # keywords this draft's validators do not have
+    ref_alone: bool = False            # drafts 4-7: a `$ref` makes its siblings ignored
+    boolean_exclusive: bool = False    # draft-04: exclusive* are flags on minimum / maximum
+
+
+UNDECLARED = Draft("undeclared")
+_DRAFTS = (
+    ("draft-04", Draft("draft-04", _NEWER | {"const", "contains", "propertyNames", "if", "then", "else"},
+                       ref_alone=True, boolean_exclusive=True)),
+    ("draft-06", Draft("draft-06", _NEWER | {"if", "then", "else"}, ref_alone=True)),
+    ("draft-07", Draft("draft-07", _NEWER, ref_alone=True)),
+    ("2019-09", Draft("2019-09", frozenset({"dependencies", "prefixItems", "$dynamicRef"}))),
+    ("2020-12", Draft("2020-12", frozenset({"dependencies", "additionalItems", "$recursiveRef"}))),
+)
+
+
+def draft_of(root) -> Draft:
+    """The draft the document's `$schema` names (UNDECLARED when none or unknown).
+    Draft-03 (`disallow`, `extends`, `divisibleBy`, boolean `required`) is refused: read as a
+    later draft its constraints would be silently dropped."""
+    uri = root.get("$schema", "") if isinstance(root, dict) else ""
+    if not isinstance(uri, str):
+        return UNDECLARED
+    if "draft-03" in uri:
+        raise ConstraintError("JSON Schema /$schema: draft-03 is not supported (disallow, extends, "
+                              "divisibleBy and boolean required are not enforced)")
+    for marker, draft in _DRAFTS:
+        if marker in uri:
+            return draft
+    return UNDECLARED

@@ -1,0 +1,95 @@
+"""The declared draft decides which keywords validate (json_drafts.py): keywords the draft does
+not have, and in drafts 4-7 the siblings of `$ref`, are ignored as jsonschema ignores them (under
+`not` / `oneOf` / `if` enforcing them would let invalid instances through)."""
+
+import jsonschema
+import pytest
+
+from deepinfer.constraints import ConstraintError, GrammarCompiler, Matcher, Vocabulary
+from deepinfer.constraints.frontends import json_drafts
+from deepinfer.constraints.frontends.json_normalize import VALIDATION
+
+D4 = "http://json-schema.org/draft-04/schema#"
+D6 = "http://json-schema.org/draft-06/schema#"
+D7 = "http://json-schema.org/draft-07/schema#"
+D19 = "https://json-schema.org/draft/2019-09/schema"
+D20 = "https://json-schema.org/draft/2020-12/schema"
+INT = {"a": {"type": "integer"}}
+
+_VOCAB = Vocabulary.from_token_bytes([bytes([i]) for i in range(256)] + [None], eos_ids=[256])
+_COMPILER = GrammarCompiler(_VOCAB)
+
+
+def _accepts(schema, text: str) -> bool:
+    m = Matcher(_COMPILER.compile_json_schema(schema))
+    return all(m.accept_string(ch) for ch in text) and m.is_completed()
+
+
+def _valid(schema, text: str) -> bool:
+    import json
+
+    return jsonschema.validators.validator_for(schema)(schema).is_valid(json.loads(text))
+
+
+CASES = [  # (schema, text): the matcher must agree with jsonschema on each
+    ({"$schema": D4, "oneOf": [{"const": []}, {"type": "number"}]}, "0.5"),           # no const in 4
+    ({"$schema": D4, "type": "integer", "if": {"minimum": 5}, "then": {"maximum": 3}}, "7"),  # no if
+    ({"$schema": D4, "type": "integer", "minimum": 3, "exclusiveMinimum": 5}, "3"),    # a flag in 4
+    ({"$schema": D4, "type": "integer", "minimum": 3, "exclusiveMinimum": 5}, "4"),
+    ({"$schema": D6, "oneOf": [{"if": {"minimum": 5}, "then": {"maximum": 3}}, {"type": "integer"}]}, "7"),
+    ({"$schema": D19, "type": "array", "prefixItems": [True], "items": {"type": "string"}}, "[0]"),
+    ({"$schema": D19, "type": "array", "prefixItems": [{"type": "integer"}], "items": False}, "[1]"),
+    ({"$schema": D7, "definitions": INT, "not": {"$ref": "#/definitions/a", "minimum": 5}}, "1"),
+    ({"$schema": D7, "definitions": INT, "not": {"$ref": "#/definitions/a", "minimum": 5}}, '"x"'),
+    ({"$schema": D7, "definitions": INT,
+      "oneOf": [{"$ref": "#/definitions/a", "minimum": 5}, {"type": "integer", "maximum": 10}]}, "3"),
+    ({"$schema": D7, "definitions": INT, "if": {"$ref": "#/definitions/a", "minimum": 5},
+      "then": {"const": 7}, "else": {"type": "integer"}}, "3"),
+    ({"$schema": D7, "definitions": INT, "$ref": "#/definitions/a", "minimum": 5}, "4"),
+    ({"$schema": D4, "definitions": INT, "$ref": "#/definitions/a", "maximum": 0}, "4"),
+    ({"$schema": D20, "definitions": INT, "$ref": "#/definitions/a", "minimum": 5}, "4"),  # 2020: applies
+    ({"$schema": D7, "type": "object", "unevaluatedProperties": False}, '{"a":1}'),       # not in 7
+]
+
+
+@pytest.mark.parametrize("schema,text", CASES)
+def test_matcher_reads_the_declared_draft_like_jsonschema(schema, text):
+    assert _accepts(schema, text) == _valid(schema, text)
+
+
+@pytest.mark.parametrize("schema", [
+    {"$schema": D4, "type": "string", "not": {"const": "a"}},   # draft-04: not {} rejects everything
+    {"$schema": D4, "type": "integer", "not": {"exclusiveMinimum": 5}},
+])
+def test_what_the_draft_makes_unsatisfiable_is_an_error(schema):
+    with pytest.raises(ConstraintError, match="unsatisfiable"):
+        _COMPILER.compile_json_schema(schema)
+
+
+def test_draft_03_is_refused():
+    with pytest.raises(ConstraintError, match="draft-03"):
+        _COMPILER.compile_json_schema({"$schema": "http://json-schema.org/draft-03/schema#", "type": "string"})
+
+
+def test_only_empty_pattern_next_to_additional_properties_is_refused():
+    with pytest.raises(ConstraintError, match="/patternProperties"):
+        _COMPILER.compile_json_schema({"patternProperties": {"": {"type": "integer"}},
+                                       "additionalProperties": False})
+    _COMPILER.compile_json_schema({"patternProperties": {"": {"type": "integer"}}})  # fine alone
+
+
+_INSIDE = {  # keywords jsonschema reads inside another keyword's validator
+    "draft-04": {"exclusiveMinimum", "exclusiveMaximum"},
+    "draft-06": set(), "draft-07": {"then", "else"},
+    "2019-09": {"then", "else", "minContains", "maxContains"},
+    "2020-12": {"then", "else", "minContains", "maxContains"},
+}
+_VALIDATORS = {"draft-04": jsonschema.Draft4Validator, "draft-06": jsonschema.Draft6Validator,
+               "draft-07": jsonschema.Draft7Validator, "2019-09": jsonschema.Draft201909Validator,
+               "2020-12": jsonschema.Draft202012Validator}
+
+
+@pytest.mark.parametrize("marker,draft", json_drafts._DRAFTS)
+def test_ignored_keywords_are_exactly_those_jsonschema_lacks(marker, draft):
+    lacks = VALIDATION - set(_VALIDATORS[marker].VALIDATORS) - _INSIDE[marker]
+    assert draft.ignored == lacks
