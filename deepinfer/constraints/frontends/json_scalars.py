@@ -29,8 +29,27 @@ if TYPE_CHECKING:  # pragma: no cover
     from .json_lowerer import Lowerer
 
 LONG_STRING = 128
-FRACTIONAL = seq(optional(literal("-")), INT_TEXT, literal("."), repeat(DIGIT), CharClass.of([(49, 57)]),
-                 repeat(DIGIT))
+# Non-integral numbers whose float is certainly non-integral. json.loads turns 1.00000000000000001,
+# 9007199254740993.5 and 1.5e300 into integral floats (and 1e-400 into 0.0), which jsonschema's
+# draft-06+ `type: integer` and every draft's `multipleOf` count as integers / multiples; so here a
+# number is written without an exponent, with at most FRACTION_DIGITS significant digits (from the
+# first non-zero digit to the last; zeros may follow) and, when its integer part is 0, at most
+# LEADING_ZEROS zeros between the point and the first non-zero digit. A decimal of at most 15
+# significant digits round-trips through a double (DBL_DIG): with |x| < 10**15 < 2**53 its float is
+# integral only if the decimal is, and a fraction part >= 10**-16 is far from underflowing to 0.0.
+# (LEADING_ZEROS keeps the DFA small: intersected with bounds it is state-eliminated back to IR.)
+FRACTION_DIGITS = 15
+LEADING_ZEROS = 15
+_NONZERO = CharClass.of([(49, 57)])
+FRACTIONAL = seq(optional(literal("-")), alt(
+    # 0.(zeros)d...: the significant digits all lie in the fraction; past the first FRACTION_DIGITS
+    # of them only zeros
+    seq(literal("0."), repeat(literal("0"), 0, LEADING_ZEROS), _NONZERO,
+        repeat(DIGIT, 0, FRACTION_DIGITS - 1), repeat(literal("0"))),
+    # an integer part of k + 1 digits (k <= 13), then a fraction whose last non-zero digit is among
+    # its first FRACTION_DIGITS - k - 1 digits
+    *(seq(_NONZERO, repeat(DIGIT, k, k), literal("."), repeat(DIGIT, 0, FRACTION_DIGITS - k - 2), _NONZERO,
+          repeat(literal("0"))) for k in range(FRACTION_DIGITS - 1))))
 ASCII_CHAR = alt(CharClass.of([(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E)]),
                  seq(literal("\\"), CharClass.of([(ord(c), ord(c)) for c in '"\\/bfnrt'])))
 
@@ -174,9 +193,15 @@ def _non_multiples(lw: "Lowerer", d: dict, bounds: Bounds, mult, integer: bool, 
 
 
 def _fractional(lw: "Lowerer", numbers: Expr, ptr: str) -> Expr:
-    """Numbers that are not integers: here, those written without an exponent whose fraction
-    has a non-zero digit (exponent forms such as 1.5e-1 are left out: sound, noted)."""
-    lw.note(f"{ptr or '/'}: non-integer numbers are generated without an exponent")
+    """Numbers that are not integers, as floats: here FRACTIONAL's, written without an exponent,
+    at most 15 significant digits, |x| >= 1e-16 (sound, noted). Left out: exponent forms such as
+    1.5e-1, longer decimals such as 0.1234567890123456 or 12345678.123456789, and tiny ones such as
+    0.00000000000000000123, because a decimal's float may be integral where the decimal is not
+    (1.00000000000000001 and 9007199254740993.5 parse to 1.0 and 9007199254740994.0, 1e-400 to 0.0);
+    in draft 4, integral decimals such as 1.0 (not integers there) are left out too."""
+    lw.note(f"{ptr or '/'}: non-integer numbers are generated without an exponent, with at most "
+            f"{FRACTION_DIGITS} significant digits and |x| >= 1e-{LEADING_ZEROS + 1} (their floats stay "
+            f"non-integral)")
     if numbers == NUMBER_TEXT:
         return FRACTIONAL
     try:
