@@ -85,9 +85,23 @@ def _escapes(cp: int) -> Expr:
 _PLAIN_TEXT = re.compile(r"[\x20\x21\x23-\x2e\x30-\x5b\x5d-\ud7ff\ue000-\U0010ffff]*")
 
 
+# a lone surrogate is legal in a decoded string (json.loads('"\\ud83d"')) but has no UTF-8 form; a
+# high one followed by a low one has no JSON text at all (json.loads joins "\\ud83d\\ude00" into one
+# character)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
+
+
 def encode_text(text: str) -> Expr:
-    """The canonical JSON encoding of a decoded string's characters (no quotes)."""
-    return literal(json.dumps(text, ensure_ascii=False)[1:-1])
+    """The canonical JSON encoding of a decoded string's characters (no quotes); lone surrogates
+    are spelled by their `\\uXXXX` escape (json.dumps's form), and a string no JSON text decodes
+    to (a high surrogate followed by a low one) is NOTHING."""
+    out = json.dumps(text, ensure_ascii=False)[1:-1]
+    if _SURROGATE.search(out):
+        if _SURROGATE_PAIR.search(text):
+            return ir.NOTHING
+        out = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", out)
+    return literal(out)
 
 
 @functools.lru_cache(maxsize=16384)  # pure; key tries are encoded for every object that has them

@@ -7,8 +7,8 @@ top-level alternative is anchored with `^`/`\\A` and `$`/`\\Z`, any text may com
 before or after. Classes keep soundness under Python's Unicode rules: `\\d`,
 `\\w`, `\\s` used positively lower to (a subset of) Python's set, used negated to
 the exact complement of Python's full Unicode set. Constructs that are not
-regular (backreferences, lookaround, word boundaries, case-insensitive flags)
-raise PatternError naming the construct.
+regular (backreferences, lookaround, word boundaries, case-insensitive flags,
+atomic groups, possessive quantifiers) raise PatternError naming the construct.
 
 Length bounds on a pattern's language are json_length's.
 Knows nothing about JSON text or schemas.
@@ -150,8 +150,9 @@ def _seq(items, exact: bool) -> Expr:
 
 
 def _node(op, av, exact: bool) -> Expr:
-    if op is C.LITERAL:
-        return ir.Literal(chr(av))
+    if op is C.LITERAL:  # a surrogate has no UTF-8 form: the empty class, as [\ud83d] is (not NOTHING,
+        # whose min_len 0 would let _search drop it as nullable)
+        return CharClass.of([(av, av)]) if ir.SURROGATES[0] <= av <= ir.SURROGATES[1] else ir.Literal(chr(av))
     if op is C.NOT_LITERAL:
         return CharClass.of([(av, av)], negated=True)
     if op is C.ANY:
@@ -164,7 +165,11 @@ def _node(op, av, exact: bool) -> Expr:
         if av[1] or av[2]:
             raise PatternError("inline flags in groups are not supported")
         return _seq(av[3].data, exact)
-    if op in (C.MAX_REPEAT, C.MIN_REPEAT) or str(op) == "POSSESSIVE_REPEAT":
+    if str(op) == "POSSESSIVE_REPEAT":  # never backtracks: a*+a matches nothing, greedy a*a does
+        raise PatternError("possessive quantifiers (*+, ++, ?+, {m,n}+) are not supported")
+    if str(op) == "ATOMIC_GROUP":
+        raise PatternError("atomic groups (?>...) are not supported")
+    if op in (C.MAX_REPEAT, C.MIN_REPEAT):
         lo, hi, sub = av
         return repeat(_seq(sub.data, exact), lo, None if hi == C.MAXREPEAT else hi)
     if op is C.AT:

@@ -17,8 +17,8 @@ Python's `re` under `re.ASCII` on ASCII text):
   non-alphanumeric character;
 - groups: `(...)`, `(?:...)`, `(?P<name>...)`, `(?<name>...)`, `(?#comment)`.
 Backreferences, lookaround, atomic groups, possessive quantifiers, word
-boundaries, inline flags, Unicode properties (`\\p{...}`) and anchors in the
-middle raise `ConstraintError` naming the construct and its offset.
+boundaries, inline flags, Unicode properties (`\\p{...}`), anchors in the
+middle and surrogate code points raise `ConstraintError` naming the construct and its offset.
 """
 
 from __future__ import annotations
@@ -51,6 +51,9 @@ class _Parser(CharParser):
 
     # ---------------------------------------------------------------- grammar
     def parse(self) -> ir.Expr:
+        for at, ch in enumerate(self.text):  # a lone surrogate has no UTF-8 form (as its escape)
+            if ir.SURROGATES[0] <= ord(ch) <= ir.SURROGATES[1]:
+                raise self.error(f"character U+{ord(ch):04X} is not a Unicode scalar value", at)
         expr = self.alternation(top=True)
         if self.pos < len(self.text):
             raise self.error("unbalanced ')'")
