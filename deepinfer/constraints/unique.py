@@ -7,8 +7,14 @@ bytes: a stack of open containers, each with the context the `policy` gives it
 values of the items completed so far plus the raw text of the item in
 progress. A byte that completes an item equal to an earlier one (JSON Schema
 equality: 1 == 1.0, key order ignored) is refused, so masks drop exactly the
-tokens that would complete a duplicate. The inner automaton keeps deciding
-the syntax and every other keyword; the tracker assumes its text is JSON.
+tokens that would complete a duplicate. A `t`, `f` or `n` that starts an item
+already fixes its value (true, false, null), so one whose literal is taken is
+refused at that first byte: after it the only bytes left would lead to a dead
+end (no token, not even EOS). Items whose other completions are all taken
+(`"a` when "a" is taken and the item schema has no longer string) are still
+refused only at their last byte; json_arrays builds small finite item sets
+in the grammar instead. The inner automaton keeps deciding the syntax and
+every other keyword; the tracker assumes its text is JSON.
 
 policy: `root() -> ctx`, `key(ctx, name) -> ctx`, `item(ctx) -> ctx`,
 `unique(ctx) -> bool` (contexts are hashable). Knows nothing about schemas.
@@ -28,6 +34,8 @@ _STRING_STOP = re.compile(rb'["\\]')  # what ends a run of a string's plain byte
 _QUOTE_ONLY = frozenset(b'"')
 _TERMINATORS = frozenset(b'",]}') | _WS
 _CLOSERS = frozenset(b'",]}') | _WS
+_LITERALS = {ord("t"): "true", ord("f"): "false", ord("n"): "null"}  # an item's first byte -> its value
+_COMMA_LITERAL = re.compile(rb",[ \t\n\r]*[tfn]")  # a new item that a literal starts
 # modes: V value expected, K key or "}" expected, S in a value string, SK in a key string,
 # C ":" expected, A after a value, N in a number or literal
 V, K, S, SK, C, A, N = range(7)
@@ -60,15 +68,23 @@ class UniqueItemsAutomaton:
         self.vocab = inner.vocab
         self.policy = policy
         tokens = self.vocab.token_bytes
+        # a token is refused where it completes a duplicate or starts a taken literal: each set
+        # below holds every token that can do so from some tracker state (_candidates)
+        two_ends = np.array([t is not None and (sum(b in _CLOSERS for b in t) >= 2
+                                                or _COMMA_LITERAL.search(t) is not None) for t in tokens],
+                            dtype=bool)  # two items in one token, or an item then a literal
         self._has = {
             "quote": np.array([t is not None and b'"' in t for t in tokens], dtype=bool),
             "term": np.array([t is not None and any(b in _TERMINATORS for b in t) for t in tokens], dtype=bool),
-            # a token that can complete two items has two closing bytes at least
-            "two_ends": np.array([t is not None and sum(b in _CLOSERS for b in t) >= 2 for t in tokens],
-                                 dtype=bool),
-            "bracket": np.array([t is not None and (b"]" in t or b"}" in t) for t in tokens], dtype=bool),
+            "two_ends": two_ends,
+            # out of an inner container (`]`/`}`), or two items in a new one
+            "bracket": np.array([t is not None and (b"]" in t or b"}" in t) for t in tokens], dtype=bool)
+            | two_ends,
         }
-        self._has["from_value"] = _completes_from_value(self.vocab) | self._has["bracket"]
+        self._has["opens"] = two_ends & np.array([t is not None and b"[" in t for t in tokens], dtype=bool)
+        starts_literal = np.array([t is not None and t.lstrip(b" \t\n\r")[:1] in (b"t", b"f", b"n")
+                                   for t in tokens], dtype=bool)
+        self._has["from_value"] = _completes_from_value(self.vocab) | self._has["bracket"] | starts_literal
 
     # ---------------------------------------------------------- protocol
     def initial_state(self) -> Hashable:
@@ -98,10 +114,11 @@ class UniqueItemsAutomaton:
     def fill_mask(self, state, row: np.ndarray) -> None:
         self.inner.fill_mask(state[0], row)
         tracker = state[1]
-        if not any(f[0] == "a" and f[2] for f in tracker[0]):
-            return  # not inside an array with distinct items
+        # not inside an array with distinct items: only a token that opens one and has two of its
+        # items (`[1,1,`) can be refused
+        kind = self._candidates(tracker) if any(f[0] == "a" and f[2] for f in tracker[0]) else "opens"
         bits = np.unpackbits(row.view(np.uint8), bitorder="little")[: self.vocab.size].astype(bool)
-        bits &= self._has[self._candidates(tracker)]
+        bits &= self._has[kind]
         tokens = self.vocab.token_bytes
         for tok in np.flatnonzero(bits).tolist():
             if self._scan(tracker, tokens[tok]) is None:
@@ -183,6 +200,8 @@ class UniqueItemsAutomaton:
         if mode == V and c != ord("]"):
             self._start_item(stack)
             _append(stack, c)
+            if c in _LITERALS:
+                self._taken(stack, _LITERALS[c])
             if c == ord("{"):
                 stack.append(("o", self._child(stack), None))
                 return K, b"", 0
@@ -221,6 +240,13 @@ class UniqueItemsAutomaton:
         if stack and stack[-1][0] == "a" and stack[-1][2]:
             kind, ctx, unique, seen, _ = stack[-1]
             stack[-1] = (kind, ctx, unique, seen, b"")
+
+    @staticmethod
+    def _taken(stack: list, literal: str) -> None:
+        """An item that a literal starts: refused now if an earlier item has its value, since every
+        byte after this one would only lead to the duplicate."""
+        if stack and stack[-1][0] == "a" and stack[-1][2] and canonical(json.loads(literal)) in stack[-1][3]:
+            raise _Reject()
 
     @staticmethod
     def _done(stack: list) -> None:

@@ -3,19 +3,36 @@
 Owns `prefixItems` (and draft-07 tuple `items`), `items`, `minItems`/`maxItems`,
 `contains` with `minContains` (as "some element also satisfies C", exact with
 no upper bound), and `uniqueItems` where it holds by construction (at most one
-element, or distinct values from a small finite set). Knows nothing about
-objects, scalars or refs.
+element, or distinct values from a small finite set, `contains` counted over
+each order) or else where it is left to the matcher (the UNIQUE_NOTE).
+
+`uniqueItems` is decided before `contains`: every array with both goes through
+`_unique`, which either builds the orders itself or notes the matcher (and
+then lowers `contains` as usual), so neither keyword drops the other. Item
+sets are enumerated from the item schema's own keywords (enum/const, boolean,
+null, integer ranges, one-value numbers, empty strings/objects/arrays, and the
+branches of anyOf/oneOf), each value checked with `jsonschema`: up to
+MAX_UNIQUE_VALUES values the orders are the grammar (no dead ends); up to
+MAX_COUNTED_VALUES the count still makes `minItems` above it unsatisfiable
+(NOTHING) and caps `maxItems` for the matcher. Left to the matcher, a finite
+item set larger than MAX_UNIQUE_VALUES can still lead generation into a dead
+end: a started item whose every completion is a value already used (say
+`"a` when "a" is taken and "ab" is not a value) is refused only at its last
+byte (constraints/unique.py refuses repeated true/false/null at their first).
+Knows nothing about objects, scalars or refs.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from typing import TYPE_CHECKING
 
 from deepinfer.constraints import ir
+from deepinfer.constraints.errors import ConstraintError
 from deepinfer.constraints.ir import Expr, alt, optional, repeat, seq
 
-from .json_merge import canon, synthetic
+from .json_merge import canon, synthetic, type_set
 from .json_refs import Node
 from .json_text import value_text
 
@@ -24,10 +41,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 UNIQUE_NOTE = "uniqueItems enforced by the matcher (distinct item values) at"
 MAX_UNIQUE_VALUES = 6  # uniqueItems over a finite item set: all orders of up to this many values
+MAX_COUNTED_VALUES = 64  # item sets enumerated (each value validated) to count them: minItems, maxItems
 
 
 def lower_array(lw: "Lowerer", d: dict, node: Node) -> Expr:
-    ws, ptr = lw.ws, node.ptr
     prefix_nodes: list[Node] = d.get("prefixItems", [])
     rest_node: Node | None = d.get("items")
     prefix = [lw.lower(n) for n in prefix_nodes]
@@ -43,11 +60,16 @@ def lower_array(lw: "Lowerer", d: dict, node: Node) -> Expr:
         hi = len(prefix) if hi is None else min(hi, len(prefix))
     if hi is not None and hi < lo:
         return ir.NOTHING
+    if d.get("uniqueItems") and (hi is None or hi > 1):  # first: it must not be lost to `contains`
+        return _unique(lw, d, node, prefix_nodes, rest_node, prefix, rest, lo, hi)
+    return _plain(lw, d, node, prefix, rest, lo, hi)
+
+
+def _plain(lw: "Lowerer", d: dict, node: Node, prefix, rest, lo, hi) -> Expr:
+    """The array without `uniqueItems` (enforced elsewhere, or not asked)."""
     if "contains" in d:
         return _contains(lw, d, node, prefix, rest, lo, hi)
-    if d.get("uniqueItems") and (hi is None or hi > 1):
-        return _unique(lw, d, node, prefix_nodes, rest_node, lo, hi)
-    return seq(ws.open("["), elements(lw, prefix, rest, lo, hi), ws.close("]"))
+    return seq(lw.ws.open("["), elements(lw, prefix, rest, lo, hi), lw.ws.close("]"))
 
 
 def elements(lw: "Lowerer", prefix: list[Expr], rest: Expr, lo: int, hi: int | None) -> Expr:
@@ -73,9 +95,8 @@ def elements(lw: "Lowerer", prefix: list[Expr], rest: Expr, lo: int, hi: int | N
 def _contains(lw: "Lowerer", d: dict, node: Node, prefix, rest, lo, hi) -> Expr:
     ptr = f"{node.ptr}/contains"
     need = int(d.get("minContains", 1))
-    if "maxContains" in d or prefix or hi is not None or (d.get("uniqueItems") and not lw.unique_matcher):
-        lw.unsupported(ptr, "contains", "contains with maxContains, prefixItems, maxItems or "
-                                        "uniqueItems is not enforced")
+    if "maxContains" in d or prefix or hi is not None:
+        lw.unsupported(ptr, "contains", "contains with maxContains, prefixItems or maxItems is not enforced")
         return seq(lw.ws.open("["), elements(lw, prefix, rest, lo, hi), lw.ws.close("]"))
     if need == 0:
         return seq(lw.ws.open("["), elements(lw, prefix, rest, lo, hi), lw.ws.close("]"))
@@ -96,26 +117,36 @@ def _contains(lw: "Lowerer", d: dict, node: Node, prefix, rest, lo, hi) -> Expr:
     return seq(lw.ws.open("["), before, body, after, lw.ws.close("]"))
 
 
-def _unique(lw: "Lowerer", d: dict, node: Node, prefix_nodes, rest_node, lo, hi) -> Expr:
+def _unique(lw: "Lowerer", d: dict, node: Node, prefix_nodes, rest_node, prefix, rest, lo, hi) -> Expr:
+    """Distinct items: every order of a small finite item set, else the matcher (or refused)."""
     ptr = f"{node.ptr}/uniqueItems"
     values = _finite_values(lw, rest_node) if not prefix_nodes and rest_node is not None else None
-    if (values is None or len(values) > MAX_UNIQUE_VALUES) and lw.unique_matcher:
+    if values is not None and lo > len(values):  # minItems distinct items of fewer values
+        return ir.NOTHING  # (the lowerer reports an unsatisfiable schema; a branch is dropped)
+    if values is not None and len(values) <= MAX_UNIQUE_VALUES:
+        return _orders(lw, d, values, lo, hi)
+    if values is not None and len(values) <= MAX_COUNTED_VALUES:  # no more items than values
+        hi = len(values) if hi is None else min(hi, len(values))
+    if lw.unique_matcher:
         # the matcher remembers item values (constraints/unique.py): the grammar only has the items
         lw.note(f"{UNIQUE_NOTE} {ptr}")
-        return seq(lw.ws.open("["), elements(lw, [lw.lower(n) for n in prefix_nodes],
-                                             lw.lower(rest_node) if rest_node else lw.any_value(), lo, hi),
-                   lw.ws.close("]"))
-    if values is None or len(values) > MAX_UNIQUE_VALUES:
+    else:
         lw.unsupported(ptr, "uniqueItems", "items are not a small finite set of values, so distinct "
                                            "elements cannot be guaranteed by the grammar")
-        return seq(lw.ws.open("["), elements(lw, [lw.lower(n) for n in prefix_nodes],
-                                             lw.lower(rest_node) if rest_node else lw.any_value(), lo, hi),
-                   lw.ws.close("]"))
+    return _plain(lw, d, node, prefix, rest, lo, hi)
+
+
+def _orders(lw: "Lowerer", d: dict, values: list, lo: int, hi: int | None) -> Expr:
+    """Every order of distinct `values` with a length in [lo, hi] and, with `contains`, a count of
+    matching items in [minContains, maxContains]: exact, and each prefix has a completion."""
+    counts = _contains_counts(lw, d, values)
     texts = [value_text(v, lw.ws) for v in values]
     top = len(texts) if hi is None else min(hi, len(texts))
     seqs = []
     for n in range(lo, top + 1):
         for perm in itertools.permutations(range(len(texts)), n):
+            if counts is not None and not counts[0] <= sum(counts[2][i] for i in perm) <= counts[1]:
+                continue
             items = []
             for j, idx in enumerate(perm):
                 if j:
@@ -127,18 +158,110 @@ def _unique(lw: "Lowerer", d: dict, node: Node, prefix_nodes, rest_node, lo, hi)
     return seq(lw.ws.open("["), alt(*seqs), lw.ws.close("]"))
 
 
+def _contains_counts(lw: "Lowerer", d: dict, values: list):
+    """(min, max, [value i satisfies `contains`]) or None without `contains`."""
+    if "contains" not in d:
+        return None
+    need = int(d.get("minContains", 1))
+    most = d.get("maxContains")
+    most = len(values) if most is None else int(most)
+    return need, most, [lw.valid(v, d["contains"]) for v in values]
+
+
 def _finite_values(lw: "Lowerer", node: Node):
+    """The distinct values valid against `node` when they can be listed (an enum, or at most
+    MAX_COUNTED_VALUES candidates), else None. Candidates come from the schema's own keywords (a
+    superset), then `jsonschema` keeps the valid ones, so the list is exact."""
+    candidates = _candidates(lw, node, 0)
+    if candidates is None:
+        return None
+    try:
+        vals = [v for v in candidates if lw.valid(v, node)]
+    except ConstraintError:  # a schema jsonschema cannot evaluate: leave it to the usual path
+        return None
+    return list({canon(v): v for v in vals}.values())
+
+
+def _candidates(lw: "Lowerer", node: Node, depth: int):
+    """A superset of the values valid against `node`, or None when not small and finite."""
     d = lw.normalize(node)
     if d is False:
         return []
-    if d is True:
+    if d is True or depth > 8:
         return None
     if "enum" in d:
-        vals = [v for v in d["enum"] if all(lw.valid(v, s) for s in d["_sources"])]
-    elif d.get("type") == frozenset({"boolean"}):
-        vals = [True, False]
-    elif d.get("type") == frozenset({"null"}):
-        vals = [None]
-    else:
+        return list(d["enum"])
+    own = _typed_candidates(d)
+    if own is not None:
+        return own
+    if "anyOf" in d:  # every valid value is valid against one branch
+        return _union(lw, d["anyOf"], depth)
+    for branches in d.get("_oneOfs", []):
+        got = _union(lw, branches, depth)
+        if got is not None:
+            return got
+    return None
+
+
+def _union(lw: "Lowerer", branches, depth: int):
+    out: list = []
+    for b in branches:
+        got = _candidates(lw, b, depth + 1)
+        if got is None or len(out) + len(got) > MAX_COUNTED_VALUES:
+            return None
+        out += got
+    return out
+
+
+def _typed_candidates(d: dict):
+    """Candidates from `type` and the bounds next to it; None if some allowed type has many."""
+    out: list = []
+    for t in type_set(d):
+        if t == "null":
+            out.append(None)
+        elif t == "boolean":
+            out += [True, False]
+        elif t == "string" and _num(d.get("maxLength")) == 0:
+            out.append("")
+        elif t == "object" and (_num(d.get("maxProperties")) == 0 or _closed_empty(d)):
+            out.append({})
+        elif t == "array" and _num(d.get("maxItems")) == 0:
+            out.append([])
+        elif t in ("integer", "number"):
+            got = _numbers(d, integral=t == "integer" and "number" not in type_set(d))
+            if got is None:
+                return None
+            out += got
+        else:
+            return None
+        if len(out) > MAX_COUNTED_VALUES:
+            return None
+    return out
+
+
+def _numbers(d: dict, integral: bool):
+    lo, hi = _num(d.get("minimum")), _num(d.get("maximum"))
+    if lo is not None and lo == hi:
+        return [lo]  # one value (the filter drops it if it is not an integer where one is asked)
+    if not integral:
         return None
-    return list({canon(v): v for v in vals}.values())
+    lo_x, hi_x = _num(d.get("exclusiveMinimum")), _num(d.get("exclusiveMaximum"))
+    firsts = ([math.ceil(lo)] if lo is not None else []) + ([math.floor(lo_x) + 1] if lo_x is not None else [])
+    lasts = ([math.floor(hi)] if hi is not None else []) + ([math.ceil(hi_x) - 1] if hi_x is not None else [])
+    if not firsts or not lasts or max(lasts) - max(firsts) + 1 > MAX_COUNTED_VALUES:
+        return None  # (a bound the normalizer kept in another form leaves it unbounded: no list)
+    return list(range(max(firsts), min(lasts) + 1))
+
+
+def _num(v):
+    """A finite number keyword's value, else None (absent or malformed: no candidates from it)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return None
+    return v
+
+
+def _closed_empty(d: dict) -> bool:
+    """No member name is allowed: no properties or patterns, additionalProperties false."""
+    extra = d.get("additionalProperties")
+    return (not d.get("properties") and not d.get("patternProperties")
+            and isinstance(extra, Node) and extra.schema is False)

@@ -1,0 +1,183 @@
+"""uniqueItems findings of the adversarial review (json_arrays._unique, constraints/unique.py).
+
+Byte-level vocabulary (every byte a token, plus a few multi-byte tokens that carry two items or an
+item and a literal), texts fed byte by byte, verdicts checked against `jsonschema`:
+- uniqueItems next to `contains` was dropped (duplicates accepted) wherever the array sat;
+- the mask let generation walk into a dead end (a repeated true/false/null, or an item of a
+  small finite set whose values were all taken);
+- unique arrays of more items than the item set has values compiled;
+- the mask and next_state disagreed on a token that opens a unique array and repeats an item.
+"""
+
+import json
+
+import jsonschema
+import numpy as np
+import pytest
+
+from deepinfer.constraints import ConstraintError, GrammarCompiler, Vocabulary
+from deepinfer.constraints.frontends.json_schema import lower_json_schema
+
+MULTI = [b"[1,1,", b"false,f", b",f", b" true", b"null,n", b"],[", b'"a","a"', b"1]"]
+TOKENS = [bytes([i]) for i in range(256)] + MULTI + [None]  # bytes, multi-byte tokens, eos
+VOCAB = Vocabulary.from_token_bytes(TOKENS, eos_ids=[len(TOKENS) - 1])
+COMPILER = GrammarCompiler(VOCAB)
+WS = set(b" \t\n\r")
+CLOSERS_FIRST = sorted(range(256), key=lambda b: (bytes([b]) not in b']}"', b))  # completions first
+
+
+def _valid(schema, value) -> bool:
+    return jsonschema.Draft202012Validator(schema).is_valid(value)
+
+
+def _feed(automaton, state, text: bytes):
+    for b in text:
+        state = automaton.next_state(state, b)  # token id b is the byte b
+        if state is None:
+            return None
+    return state
+
+
+def _accepts(automaton, text: str) -> bool:
+    state = _feed(automaton, automaton.initial_state(), text.encode())
+    return state is not None and automaton.is_accepting(state)
+
+
+def _allowed(automaton, state) -> list[int]:
+    row = np.zeros(VOCAB.words, dtype=np.int32)
+    automaton.fill_mask(state, row)
+    bits = np.unpackbits(row.view(np.uint8), bitorder="little")[: VOCAB.size].astype(bool)
+    return [t for t in np.flatnonzero(bits).tolist() if TOKENS[t] is not None]
+
+
+U = {"type": "array", "uniqueItems": True, "contains": {"type": "integer"}}
+
+# (schema, valid texts, invalid texts): the invalid ones all have duplicate items
+CONTAINS = [
+    (U, ["[1,2]", '["a",1]', "[1,1.5]"], ["[1,1]", '["a","a",1]', "[1,1.0]"]),
+    ({**U, "minContains": 2}, ["[1,2]"], ["[1,1]", "[3,2,3]"]),
+    ({"type": "array", "uniqueItems": True, "contains": {"type": "object"}, "minContains": 0},
+     ['["a","b"]', "[]"], ['["a","a"]']),
+    ({"if": {"type": "array"}, "then": U, "else": {"type": "string"}}, ["[1,2]", '"s"'], ["[1,1]"]),
+    ({"if": {"type": "string"}, "else": U}, ["[2]"], ["[2,2]"]),
+    ({"allOf": [{"type": "array", "contains": {"type": "integer"}}, {"uniqueItems": True}]},
+     ["[7,8]"], ["[7,7]"]),
+    ({"anyOf": [U, {"type": "string"}]}, ["[1]", '"x"'], ["[1,1]"]),
+    ({"type": "array", "items": U}, ["[[1],[1]]"], ["[[1,1]]"]),
+    ({"type": "object", "properties": {"t": U}}, ['{"t":[2,3]}'], ['{"t":[2,2]}']),
+    # a small finite item set: every order, with contains counted (maxContains too)
+    ({"type": "array", "items": {"enum": [1, 2, 3]}, "uniqueItems": True, "contains": {"const": 2}},
+     ["[1,2]", "[2]", "[3,2,1]"], ["[2,2]", "[1,3]"]),
+    ({"type": "array", "items": {"enum": [1, 2, 3]}, "uniqueItems": True, "contains": {"enum": [1, 2]},
+      "maxContains": 1}, ["[3,2]", "[1]"], ["[1,2]", "[1,1]", "[3]"]),
+]
+
+
+@pytest.mark.parametrize("schema,good,bad", CONTAINS, ids=[str(i) for i in range(len(CONTAINS))])
+def test_unique_items_next_to_contains_is_enforced(schema, good, bad):
+    automaton = COMPILER.compile_json_schema(schema).automaton
+    for text, expect in [(t, True) for t in good] + [(t, False) for t in bad]:
+        assert _valid(schema, json.loads(text)) == expect, text
+        assert _accepts(automaton, text) == expect, (schema, text)
+
+
+@pytest.mark.parametrize("schema,pointer", [
+    (U, "/uniqueItems"),
+    ({"type": "array", "items": U}, "/items/uniqueItems"),
+    ({"type": "object", "properties": {"tags": {**U, "minContains": 2}}}, "/properties/tags/uniqueItems"),
+])
+def test_grammar_alone_refuses_unique_items_next_to_contains_by_its_pointer(schema, pointer):
+    with pytest.raises(ConstraintError, match=f"JSON Schema {pointer}: `uniqueItems` is not enforced"):
+        lower_json_schema(schema)
+    skipped = lower_json_schema(schema, strict=False).annotations
+    assert any(note.startswith(f"skipped {pointer}:") for note in skipped), skipped
+
+
+def _dead(automaton, state, depth: int) -> bool:
+    """No completion within `depth` more bytes (and no EOS): a state generation cannot leave."""
+    if automaton.is_accepting(state):
+        return False
+    allowed = set(_allowed(automaton, state))
+    if not allowed:
+        return True
+    steps = [b for b in CLOSERS_FIRST if b in allowed and b not in WS]  # whitespace only delays
+    if not steps:  # only whitespace, and after it only whitespace again: a loop that ends nowhere
+        after = automaton.next_state(state, min(allowed))
+        return not automaton.is_accepting(after) and set(_allowed(automaton, after)) <= WS
+    if depth == 0:
+        return False  # undecided: taken as alive
+    return all(_dead(automaton, automaton.next_state(state, b), depth - 1) for b in steps)
+
+
+BOOLS_NULL = {"type": "array", "items": {"oneOf": [{"type": "null"}, {"type": "boolean"}]}, "uniqueItems": True}
+# (schema, prefix): no token the mask allows after the prefix leads to a dead end
+DEAD_ENDS = [
+    ({"type": "array", "uniqueItems": True}, "[false,"),
+    ({"type": "array", "uniqueItems": True}, "[null, true,"),
+    ({"type": "array", "uniqueItems": True}, "[true,\n"),
+    ({"type": "array", "uniqueItems": True}, "["),  # the token `false,f`
+    ({"type": "array", "items": {"type": "array", "uniqueItems": True}}, "[[true],[false,"),
+    ({"type": "array", "items": {"type": "string", "maxLength": 0}, "uniqueItems": True}, '[""'),
+    ({"type": "array", "items": {"type": "integer", "exclusiveMinimum": -1, "exclusiveMaximum": 2},
+      "uniqueItems": True}, "[0,1"),
+    ({"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 1}, "uniqueItems": True}, "[0,1"),
+    ({"type": "array", "items": {"type": "object", "additionalProperties": False}, "uniqueItems": True}, "[{}"),
+    ({"type": "array", "items": {"type": "array", "maxItems": 0}, "uniqueItems": True}, "[[]"),
+    (BOOLS_NULL, "[null,true,false"),
+]
+
+
+@pytest.mark.parametrize("schema,prefix", DEAD_ENDS, ids=[str(i) for i in range(len(DEAD_ENDS))])
+def test_mask_never_leads_into_a_dead_end(schema, prefix):
+    automaton = COMPILER.compile_json_schema(schema).automaton
+    state = _feed(automaton, automaton.initial_state(), prefix.encode())
+    assert state is not None, prefix
+    for tok in _allowed(automaton, state):
+        after = automaton.next_state(state, tok)
+        assert not _dead(automaton, after, 6), (schema, prefix + TOKENS[tok].decode())
+
+
+UNSATISFIABLE = [
+    {"type": "array", "items": {"oneOf": [{"type": "null"}]}, "minItems": 2, "uniqueItems": True},
+    {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 1}, "minItems": 3, "uniqueItems": True},
+    {"type": "array", "items": {"type": "integer", "exclusiveMinimum": 0, "exclusiveMaximum": 3}, "minItems": 3,
+     "uniqueItems": True},
+    {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 9}, "minItems": 11, "uniqueItems": True},
+    {"type": "array", "items": {"type": "string", "maxLength": 0}, "minItems": 2, "uniqueItems": True},
+    {"type": "array", "items": {"anyOf": [{"const": 1}, {"type": "boolean"}]}, "minItems": 4, "uniqueItems": True},
+    {"type": "object", "required": ["a"],
+     "properties": {"a": {"type": "array", "items": {"type": "object", "maxProperties": 0}, "minItems": 2,
+                          "uniqueItems": True}}},
+]
+
+
+@pytest.mark.parametrize("schema", UNSATISFIABLE, ids=[str(i) for i in range(len(UNSATISFIABLE))])
+def test_more_distinct_items_than_values_is_unsatisfiable(schema):
+    with pytest.raises(ConstraintError, match="unsatisfiable"):
+        COMPILER.compile_json_schema(schema)
+    # in one branch of several it only drops that branch
+    automaton = COMPILER.compile_json_schema({"anyOf": [schema, {"type": "string"}]}).automaton
+    assert _accepts(automaton, '"s"')
+
+
+def test_more_items_than_values_capped_for_the_matcher():
+    """Ten integers: the matcher keeps them distinct, the grammar stops at ten items."""
+    schema = {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 9}, "uniqueItems": True}
+    automaton = COMPILER.compile_json_schema(schema).automaton
+    full = "[" + ",".join(map(str, range(10)))
+    state = _feed(automaton, automaton.initial_state(), full.encode())
+    assert [TOKENS[t] for t in _allowed(automaton, state)] == [b"\t", b"\n", b"\r", b" ", b"]"]  # no `,`
+
+
+@pytest.mark.parametrize("schema,prefix", [
+    ({"type": "array", "uniqueItems": True}, ""),  # `[1,1,` opens the array and repeats an item
+    ({"type": "object", "additionalProperties": {"type": "array", "uniqueItems": True}}, '{"k":'),
+    ({"type": "array", "items": {"type": "array", "uniqueItems": True}}, "[[2],"),
+])
+def test_mask_is_exactly_what_next_state_takes(schema, prefix):
+    automaton = COMPILER.compile_json_schema(schema).automaton
+    state = _feed(automaton, automaton.initial_state(), prefix.encode())
+    allowed = set(_allowed(automaton, state))
+    for tok, data in enumerate(TOKENS):
+        if data is not None:
+            assert (tok in allowed) == (automaton.next_state(state, tok) is not None), (prefix, data)
