@@ -94,6 +94,7 @@ LARK_ERRORS = [
     ('start: A\nA: "a" b\nb: "x"\n', r"line 2 column 8: terminal definitions cannot use rule b"),
     ('start: "x" ~ 3..1\n', r"line 1 column 12: .*reversed"),
     ('%import common.NOPE\nstart: "a"\n', r"line 1 column 9: common.lark has no terminal NOPE"),
+    ('start: "x"\n  | "\\ud83d"\n', r"line 2 column 5: .*U\+D83D is not a Unicode scalar value"),
 ]
 
 
@@ -161,3 +162,11 @@ def test_unknown_syntax_and_library_errors():
         lower_grammar("x", syntax="yacc")
     with pytest.raises(ConstraintError, match=r"no shipped grammar named 'nope'; available: .*json"):
         lower_grammar(name="nope")
+
+
+def test_compile_ir_refuses_a_literal_no_utf8_text_holds():
+    from deepinfer.constraints import GrammarCompiler, Vocabulary
+
+    vocab = Vocabulary.from_token_bytes([b"a", None], eos_ids=[1])
+    with pytest.raises(ConstraintError, match="U\\+D83D"):
+        GrammarCompiler(vocab).compile_ir(ir.Grammar({"start": ir.literal("a\ud83d")}, "start", []))
