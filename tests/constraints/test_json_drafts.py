@@ -93,3 +93,17 @@ _VALIDATORS = {"draft-04": jsonschema.Draft4Validator, "draft-06": jsonschema.Dr
 def test_ignored_keywords_are_exactly_those_jsonschema_lacks(marker, draft):
     lacks = VALIDATION - set(_VALIDATORS[marker].VALIDATORS) - _INSIDE[marker]
     assert draft.ignored == lacks
+
+
+@pytest.mark.parametrize("schema,pointer", [
+    ({"type": "array", "not": {"items": {"type": "integer"}}, "maxItems": 3}, "/not/items"),
+    ({"oneOf": [{"type": "array", "items": {"type": "integer"}}, {"type": "array", "maxItems": 1}]},
+     "/oneOf/0/items"),
+    ({"$schema": D4, "type": "array", "not": {"items": [{"type": "integer"}], "additionalItems": False}},
+     "/not/items"),
+])
+def test_errors_about_rewritten_keywords_name_what_was_written(schema, pointer):
+    # `not: {items}` is lowered as `contains: {not}` and tuple `items` as `prefixItems`: the
+    # error must still point at the keyword the schema has
+    with pytest.raises(ConstraintError, match=f"JSON Schema {pointer}: "):
+        _COMPILER.compile_json_schema(schema)

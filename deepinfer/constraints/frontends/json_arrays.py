@@ -96,7 +96,11 @@ def _contains(lw: "Lowerer", d: dict, node: Node, prefix, rest, lo, hi) -> Expr:
     ptr = f"{node.ptr}/contains"
     need = int(d.get("minContains", 1))
     if "maxContains" in d or prefix or hi is not None:
-        lw.unsupported(ptr, "contains", "contains with maxContains, prefixItems or maxItems is not enforced")
+        if "_contains_from" in d:  # the negation of `items` (json_negation): some item fails it
+            lw.unsupported(d["_contains_from"], "not", "the negation of `items` (some item fails it) "
+                                                       "with prefixItems or maxItems is not enforced")
+        else:
+            lw.unsupported(ptr, "contains", "contains with maxContains, prefixItems or maxItems is not enforced")
         return seq(lw.ws.open("["), elements(lw, prefix, rest, lo, hi), lw.ws.close("]"))
     if need == 0:
         return seq(lw.ws.open("["), elements(lw, prefix, rest, lo, hi), lw.ws.close("]"))

@@ -73,8 +73,8 @@ class Negation:
         if dropped:
             # ¬n is the union of its keywords' negations: leaving some out is a sound subset
             if not out:
-                self.lw.unsupported(f"{ptr}/{dropped[0]}", "not",
-                                    f"the negation of `{dropped[0]}` is not enforced")
+                where = _declared_at(n, dropped[0], ptr)
+                self.lw.unsupported(where, "not", f"the negation of `{where.rsplit('/', 1)[-1]}` is not enforced")
                 return [d]
             self.lw.note(f"{ptr or '/'}: instances that violate only {', '.join(dropped)} of this "
                          f"(negated) schema are excluded (sound, not exact)")
@@ -104,6 +104,7 @@ class Negation:
             # some item fails the items schema: contains ¬items
             a = _with_types(d, type_set(d) & {"array"})
             a["contains"] = synthetic({"not": value}, value)
+            a["_contains_from"] = value.ptr  # errors about this `contains` name the negated `items`
             return [a]
         if key in ("dependentSchemas", "dependentRequired"):  # a present name whose dependency fails
             where, out = Node({}, ptr, ""), []
@@ -182,3 +183,12 @@ def _with_types(d: dict, types) -> dict:
     out = dict(d)
     out["type"] = frozenset(types)
     return out
+
+
+def _declared_at(n: dict, key: str, ptr: str) -> str:
+    """Where keyword `key` of the negated schema was written: draft-07 tuple `items` are
+    `prefixItems` once normalized, and their nodes still know their pointer."""
+    value = n.get(key)
+    if key == "prefixItems" and isinstance(value, list) and value and isinstance(value[0], Node):
+        return value[0].ptr.rsplit("/", 1)[0]
+    return f"{ptr}/{key}"
