@@ -154,3 +154,22 @@ def test_precompute_masks_fills_every_state(compiler):
 def test_scalar_token_ids_from_numpy_and_torch(compiler):
     m = Matcher(compiler.compile_regex(r"ab"))
     assert m.accept_token(np.int64(2)) and m.accept_token(torch.tensor(EOS)) and m.is_terminated()
+
+
+def test_reused_bitmask_rows_are_written_where_asked(compiler):
+    # the matcher keeps the numpy view of the tensor it filled last: a different tensor, another
+    # row of the same one, or the same tensor after its memory moved must each get fresh writes
+    m = Matcher(compiler.compile_regex("ab"))
+    expected = torch.zeros(1, compiler.vocab.words, dtype=torch.int32)
+    m.fill_next_token_bitmask(expected, 0)
+    a = torch.zeros(2, compiler.vocab.words, dtype=torch.int32)
+    m.fill_next_token_bitmask(a, 0)
+    m.fill_next_token_bitmask(a, 1)
+    assert torch.equal(a[0], expected[0]) and torch.equal(a[1], expected[0])
+    b = torch.zeros(2, compiler.vocab.words, dtype=torch.int32)
+    m.fill_next_token_bitmask(b, 1)
+    assert torch.equal(b[1], expected[0]) and not b[0].any()
+    a.zero_()
+    a.set_(torch.zeros(2, compiler.vocab.words, dtype=torch.int32))  # same object, new memory
+    m.fill_next_token_bitmask(a, 1)
+    assert torch.equal(a[1], expected[0])
