@@ -28,7 +28,8 @@ def _accepts(schema, text: str) -> bool:
 def _valid(schema, text: str) -> bool:
     import json
 
-    return jsonschema.validators.validator_for(schema)(schema).is_valid(json.loads(text))
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    return cls(schema).is_valid(json.loads(text))  # unknown $schema: 2020-12, as validate() reads it
 
 
 CASES = [  # (schema, text): the matcher must agree with jsonschema on each
@@ -49,6 +50,15 @@ CASES = [  # (schema, text): the matcher must agree with jsonschema on each
     ({"$schema": D4, "definitions": INT, "$ref": "#/definitions/a", "maximum": 0}, "4"),
     ({"$schema": D20, "definitions": INT, "$ref": "#/definitions/a", "minimum": 5}, "4"),  # 2020: applies
     ({"$schema": D7, "type": "object", "unevaluatedProperties": False}, '{"a":1}'),       # not in 7
+    # jsonschema looks URIs up exactly: these are unknown, so 2020-12
+    ({"$schema": "https://json-schema.org/draft-07/schema#", "definitions": INT,
+      "$ref": "#/definitions/a", "maximum": 1}, "4"),
+    ({"$schema": "https://json-schema.org/draft-04/schema#", "const": 5}, "6"),
+    ({"$schema": "http://json-schema.org/draft/2019-09/schema#", "prefixItems": [{"type": "integer"}]}, '["a"]'),
+    ({"$schema": "http://json-schema.org/draft-04/schema", "const": 5}, "6"),  # draft-04 without '#'
+    # no $schema: `dependencies` enforced, but negated as 2020-12 reads it (no such keyword)
+    ({"oneOf": [{"not": {"required": ["x"]}}, {"dependencies": {"x": False}}]}, '"s"'),
+    ({"oneOf": [{"dependencies": {"a": ["b"]}}, {"type": "object"}]}, '{"a":1}'),
 ]
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .json_disjoint import disjoint
+from .json_drafts import UNDECLARED
 from .json_merge import property_view, synthetic, type_set
 from .json_order import META
 from .json_refs import Node
@@ -107,6 +108,12 @@ class Negation:
             a["_contains_from"] = value.ptr  # errors about this `contains` name the negated `items`
             return [a]
         if key in ("dependentSchemas", "dependentRequired"):  # a present name whose dependency fails
+            if self.lw.draft is UNDECLARED and any(
+                    isinstance(src.schema, dict) and "dependencies" in src.schema for src in n.get("_sources", ())):
+                # no $schema: jsonschema validates with 2020-12, which has no `dependencies`, while
+                # the grammar keeps the draft-07 reading. Negated, it is read as 2020-12 reads it
+                # (always satisfied: nothing violates it), a subset of the draft-07 negation
+                return []
             where, out = Node({}, ptr, ""), []
             for name, dep in value.items():
                 a = self.lw.merged(_with_types(d, type_set(d) & {"object"}),
@@ -187,8 +194,13 @@ def _with_types(d: dict, types) -> dict:
 
 def _declared_at(n: dict, key: str, ptr: str) -> str:
     """Where keyword `key` of the negated schema was written: draft-07 tuple `items` are
-    `prefixItems` once normalized, and their nodes still know their pointer."""
+    `prefixItems` once normalized (their nodes still know their pointer), `dependencies` are
+    `dependentRequired` / `dependentSchemas`."""
     value = n.get(key)
     if key == "prefixItems" and isinstance(value, list) and value and isinstance(value[0], Node):
         return value[0].ptr.rsplit("/", 1)[0]
+    written = [src.schema for src in n.get("_sources", ()) if isinstance(src.schema, dict)]
+    if key.startswith("dependent") and not any(key in w for w in written) and \
+            any("dependencies" in w for w in written):
+        return f"{ptr}/dependencies"  # draft-07 `dependencies`, split when normalized
     return f"{ptr}/{key}"
