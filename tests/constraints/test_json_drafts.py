@@ -56,6 +56,11 @@ CASES = [  # (schema, text): the matcher must agree with jsonschema on each
     ({"$schema": "https://json-schema.org/draft-04/schema#", "const": 5}, "6"),
     ({"$schema": "http://json-schema.org/draft/2019-09/schema#", "prefixItems": [{"type": "integer"}]}, '["a"]'),
     ({"$schema": "http://json-schema.org/draft-04/schema", "const": 5}, "6"),  # draft-04 without '#'
+    # draft-04: the float 1.0 is no integer, the int 1 is, and enum equality takes 1 == 1.0
+    ({"$schema": D4, "enum": [1.0], "not": {"type": "integer"}}, "1"),
+    ({"$schema": D4, "enum": [1.0], "not": {"type": "integer"}}, "1.0"),
+    ({"$schema": D4, "oneOf": [{"type": "integer"}, {"enum": [1.0, 2.0]}]}, "1"),
+    ({"$schema": D4, "oneOf": [{"type": "integer"}, {"enum": [1.0, 2.0]}]}, "3"),
     # no $schema: `dependencies` enforced, but negated as 2020-12 reads it (no such keyword)
     ({"oneOf": [{"not": {"required": ["x"]}}, {"dependencies": {"x": False}}]}, '"s"'),
     ({"oneOf": [{"dependencies": {"a": ["b"]}}, {"type": "object"}]}, '{"a":1}'),
@@ -117,3 +122,14 @@ def test_errors_about_rewritten_keywords_name_what_was_written(schema, pointer):
     # error must still point at the keyword the schema has
     with pytest.raises(ConstraintError, match=f"JSON Schema {pointer}: "):
         _COMPILER.compile_json_schema(schema)
+
+
+@pytest.mark.parametrize("schema,pointer", [
+    ({"type": "array", "minItems": 10**30}, "/minItems"),             # OverflowError before
+    ({"type": "array", "maxItems": 10_000}, "/maxItems"),             # 37 s before
+    ({"type": "array", "contains": {"type": "integer"}, "minContains": 100_000}, "/minContains"),  # hung
+])
+def test_counts_out_of_reach_are_refused_at_their_pointer(schema, pointer):
+    with pytest.raises(ConstraintError, match=f"JSON Schema {pointer}: "):
+        _COMPILER.compile_json_schema(schema)
+    assert _COMPILER.compile_json_schema(schema, strict=False).annotations  # the skip is listed

@@ -40,7 +40,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from .json_lowerer import Lowerer
 
 UNIQUE_NOTE = "uniqueItems enforced by the matcher (distinct item values) at"
-MAX_UNIQUE_VALUES = 6  # uniqueItems over a finite item set: all orders of up to this many values
+MAX_UNIQUE_VALUES = 4  # uniqueItems over a finite item set: all orders of up to this many values
+# (65 sequences; 6 values made 1,957, past the NFA-state limit with the default whitespace)
+MAX_MIN_ITEMS = 100_000   # item rule repeated this many times at most (_counts_in_reach)
+MAX_ITEMS_SPAN = 4_096    # optional item rules nested this deep at most
+MAX_MIN_CONTAINS = 1_000  # matches of `contains` spelled out at most
 MAX_COUNTED_VALUES = 64  # item sets enumerated (each value validated) to count them: minItems, maxItems
 
 
@@ -60,9 +64,30 @@ def lower_array(lw: "Lowerer", d: dict, node: Node) -> Expr:
         hi = len(prefix) if hi is None else min(hi, len(prefix))
     if hi is not None and hi < lo:
         return ir.NOTHING
+    d, lo, hi = _counts_in_reach(lw, d, node, lo, hi)
     if d.get("uniqueItems") and (hi is None or hi > 1):  # first: it must not be lost to `contains`
         return _unique(lw, d, node, prefix_nodes, rest_node, prefix, rest, lo, hi)
     return _plain(lw, d, node, prefix, rest, lo, hi)
+
+
+def _counts_in_reach(lw: "Lowerer", d: dict, node: Node, lo: int, hi: int | None):
+    """Fail closed on counts no grammar of ours can spell in time: a minimum repeats the item
+    rule that many times, a bounded span nests that many optional rules (maxItems 2,000 compiles
+    in ~1.5 s, 10,000 took 37 s), `minContains` copies the match N times (3,000: ~7 s). A skip
+    (strict=False) drops the bound (the minimum, or the span's maximum: more arrays, never fewer
+    checks on the items)."""
+    if lo > MAX_MIN_ITEMS:
+        lw.unsupported(f"{node.ptr}/minItems", "minItems", f"minItems above {MAX_MIN_ITEMS:,} is not enforced")
+        lo = 0
+    if hi is not None and hi - lo > MAX_ITEMS_SPAN:
+        lw.unsupported(f"{node.ptr}/maxItems", "maxItems",
+                       f"maxItems more than {MAX_ITEMS_SPAN:,} above minItems is not enforced")
+        hi = None
+    if "contains" in d and int(d.get("minContains", 1)) > MAX_MIN_CONTAINS:
+        lw.unsupported(f"{node.ptr}/minContains", "minContains",
+                       f"minContains above {MAX_MIN_CONTAINS:,} is not enforced")
+        d = {**d, "minContains": 1}  # a copy: normalized dicts are shared
+    return d, lo, hi
 
 
 def _plain(lw: "Lowerer", d: dict, node: Node, prefix, rest, lo, hi) -> Expr:
@@ -144,7 +169,7 @@ def _orders(lw: "Lowerer", d: dict, values: list, lo: int, hi: int | None) -> Ex
     """Every order of distinct `values` with a length in [lo, hi] and, with `contains`, a count of
     matching items in [minContains, maxContains]: exact, and each prefix has a completion."""
     counts = _contains_counts(lw, d, values)
-    texts = [value_text(v, lw.ws) for v in values]
+    texts = [value_text(v, lw.ws, not lw.draft.boolean_exclusive) for v in values]
     top = len(texts) if hi is None else min(hi, len(texts))
     seqs = []
     for n in range(lo, top + 1):

@@ -57,7 +57,7 @@ def disjoint(lw: "Lowerer", a, b, depth: int = 0) -> bool:
     if not common:
         return True
     for x, y in ((a, b), (b, a)):
-        if "enum" in x and not [v for v in x["enum"]
+        if "enum" in x and not [v for v in _spellings(x["enum"])
                                 if all(lw.valid(v, _positive(s)) for s in y["_sources"])]:
             return True
     if common <= {"object"}:
@@ -85,6 +85,15 @@ def _objects_disjoint(lw: "Lowerer", a: dict, b: dict, depth: int) -> bool:
 # admit it). Without them a source admits more values, so fewer branch pairs count as disjoint:
 # sound, possibly more alternatives.
 _DECIDED = ("oneOf", "anyOf", "allOf", "not", "if", "then", "else", "dependentSchemas")
+
+
+def _spellings(values: list) -> list:
+    """The enum's values and, for integral numbers, the other type with the same value: enum
+    equality takes 1 == 1.0, but draft-04's `type: integer` accepts only the int."""
+    extra = [float(v) if isinstance(v, int) else int(v) for v in values
+             if isinstance(v, (int, float)) and not isinstance(v, bool) and float(v).is_integer()
+             and abs(v) < 2 ** 63]
+    return list(values) + extra
 
 
 def _positive(node: Node) -> Node:

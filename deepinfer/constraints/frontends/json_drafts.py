@@ -31,7 +31,8 @@ class Draft:
     name: str
     ignored: frozenset = frozenset()   # keywords this draft's validators do not have
     ref_alone: bool = False            # drafts 4-7: a `$ref` makes its siblings ignored
-    boolean_exclusive: bool = False    # draft-04: exclusive* are flags on minimum / maximum
+    boolean_exclusive: bool = False    # draft-04: exclusive* are flags on minimum / maximum, and
+    #                                    the float 1.0 is not an integer (json_text.value_text)
 
 
 UNDECLARED = Draft("undeclared")

@@ -171,7 +171,7 @@ class Lowerer:
         self.check_time(node.ptr)
         values = [v for v in d["enum"] if all(self.valid(v, src) for src in d["_sources"]) and markers_allow(d, v)]
         unique = {canon(v): v for v in values}
-        return alt(*(value_text(v, self.ws) for v in unique.values())) if unique else ir.NOTHING
+        return alt(*(value_text(v, self.ws, not self.draft.boolean_exclusive) for v in unique.values())) if unique else ir.NOTHING
 
     def lower_types(self, d: dict, node: Node) -> Expr:
         types = type_set(d)

@@ -79,8 +79,10 @@ def any_string() -> Expr:
     return quoted(repeat(STRING_CHAR))
 
 
-def value_text(value, ws: Whitespace) -> Expr:
-    """The JSON text of a fixed value, with the configured whitespace inside containers."""
+def value_text(value, ws: Whitespace, float_integers: bool = True) -> Expr:
+    """The JSON text of a fixed value, with the configured whitespace inside containers.
+    float_integers=False (draft-04, where the float 1.0 is not an integer but the int 1 is)
+    writes an integral float only as a float: json.loads must give back the value's type."""
     if isinstance(value, dict):
         if not value:
             return seq(ws.open("{"), literal("}"))
@@ -88,7 +90,7 @@ def value_text(value, ws: Whitespace) -> Expr:
         for i, (key, val) in enumerate(value.items()):
             if i:
                 members.append(ws.comma)
-            members += [quoted(encode_text(key)), ws.colon, value_text(val, ws)]
+            members += [quoted(encode_text(key)), ws.colon, value_text(val, ws, float_integers)]
         return seq(ws.open("{"), *members, ws.close("}"))
     if isinstance(value, list):
         if not value:
@@ -97,10 +99,10 @@ def value_text(value, ws: Whitespace) -> Expr:
         for i, val in enumerate(value):
             if i:
                 items.append(ws.comma)
-            items.append(value_text(val, ws))
+            items.append(value_text(val, ws, float_integers))
         return seq(ws.open("["), *items, ws.close("]"))
     if isinstance(value, str):
         return quoted(encode_text(value))
-    if isinstance(value, float) and value.is_integer():
+    if isinstance(value, float) and value.is_integer() and float_integers:
         return alt(literal(json.dumps(value)), literal(str(int(value))))  # 1.0 == 1 in JSON Schema
     return literal(json.dumps(value))
