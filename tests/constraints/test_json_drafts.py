@@ -56,6 +56,11 @@ CASES = [  # (schema, text): the matcher must agree with jsonschema on each
     ({"$schema": "https://json-schema.org/draft-04/schema#", "const": 5}, "6"),
     ({"$schema": "http://json-schema.org/draft/2019-09/schema#", "prefixItems": [{"type": "integer"}]}, '["a"]'),
     ({"$schema": "http://json-schema.org/draft-04/schema", "const": 5}, "6"),  # draft-04 without '#'
+    # drafts 4-7 ignore an $id next to $ref too: the ref resolves against the document
+    ({"$schema": D7, "$id": "http://example.com/root.json", "definitions": INT,
+      "properties": {"x": {"$ref": "#/definitions/a", "$id": "http://other.example/x.json"}}}, '{"x":"a"}'),
+    ({"$schema": D7, "$id": "http://example.com/root.json", "definitions": INT,
+      "properties": {"x": {"$ref": "#/definitions/a", "$id": "http://other.example/x.json"}}}, '{"x":1}'),
     # draft-04: the float 1.0 is no integer, the int 1 is, and enum equality takes 1 == 1.0
     ({"$schema": D4, "enum": [1.0], "not": {"type": "integer"}}, "1"),
     ({"$schema": D4, "enum": [1.0], "not": {"type": "integer"}}, "1.0"),

@@ -40,8 +40,8 @@ class Lowerer:
         self.ws = ws
         self.strict = strict
         self.any_depth = any_depth
-        self.refs = Refs(root)
         self.draft = draft_of(root)
+        self.refs = Refs(root, self.draft.ref_alone)
         self.norm = Normalizer(self.refs, self.draft)
         self.rules: dict[str, Expr] = {"start": ir.EMPTY}
         self.annotations: list[str] = []

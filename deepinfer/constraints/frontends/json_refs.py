@@ -28,6 +28,7 @@ class Node:
     schema: Any
     ptr: str
     base: str
+    ref_alone: bool = False  # drafts 4-7: an `$id` next to `$ref` is ignored, as every sibling
 
     def child(self, *path) -> "Node":
         value = self.schema
@@ -36,15 +37,15 @@ class Node:
         if isinstance(value, Node):
             return value
         ptr = self.ptr + "".join("/" + _escape(str(k)) for k in path)
-        return Node(value, ptr, _with_id(value, self.base))
+        return Node(value, ptr, _with_id(value, self.base, self.ref_alone), self.ref_alone)
 
 
 def _escape(token: str) -> str:
     return token.replace("~", "~0").replace("/", "~1")
 
 
-def _id_of(schema) -> str | None:
-    if isinstance(schema, dict):
+def _id_of(schema, ref_alone: bool = False) -> str | None:
+    if isinstance(schema, dict) and not (ref_alone and "$ref" in schema):
         for key in ("$id", "id"):
             value = schema.get(key)
             if isinstance(value, str) and not value.startswith("#"):
@@ -52,24 +53,27 @@ def _id_of(schema) -> str | None:
     return None
 
 
-def _with_id(schema, base: str) -> str:
-    ident = _id_of(schema)
+def _with_id(schema, base: str, ref_alone: bool = False) -> str:
+    ident = _id_of(schema, ref_alone)
     return urldefrag(urljoin(base, ident))[0] if ident else base
 
 
 class Refs:
     """Resolves `$ref`s of one root schema (and of the meta-schemas it points to)."""
 
-    def __init__(self, root) -> None:
+    def __init__(self, root, ref_alone: bool = False) -> None:
+        """ref_alone: the document's draft ignores the siblings of `$ref` (drafts 4-7), its
+        `$id` included (jsonschema's legacy id lookup skips a schema holding `$ref`)."""
         self.docs: dict[str, tuple[Any, str]] = {}  # uri -> (schema, pointer from its document root)
         self.anchors: dict[tuple[str, str], tuple[Any, str]] = {}
-        self.root = Node(root, "", _with_id(root, ROOT_URI))
+        self.ref_alone = ref_alone
+        self.root = Node(root, "", _with_id(root, ROOT_URI, ref_alone), ref_alone)
         self.docs[ROOT_URI] = (root, "")
         self._index(root, self.root.base, "")
 
     def _index(self, schema, base: str, ptr: str) -> None:
         if isinstance(schema, dict):
-            ident = _id_of(schema)
+            ident = _id_of(schema, self.ref_alone)
             if ident:
                 base = urldefrag(urljoin(base, ident))[0]
                 self.docs.setdefault(base, (schema, ptr))
@@ -103,7 +107,7 @@ class Refs:
             if hit is None:
                 raise RefError(f"$ref {ref!r}: no anchor {fragment!r}")
             schema, ptr = hit
-            return Node(schema, ptr, uri)
+            return Node(schema, ptr, uri, self.ref_alone)
         node, ptr = doc, doc_ptr
         for token in fragment.split("/")[1:] if fragment else []:
             token = token.replace("~1", "/").replace("~0", "~")
@@ -114,10 +118,10 @@ class Refs:
             else:
                 raise RefError(f"$ref {ref!r}: JSON pointer {fragment!r} does not resolve")
             ptr = f"{ptr}/{_escape(token)}"
-            ident = _id_of(node)
+            ident = _id_of(node, self.ref_alone)
             if ident:
                 uri = urldefrag(urljoin(uri, ident))[0]
-        return Node(node, ptr, uri)
+        return Node(node, ptr, uri, self.ref_alone)
 
     def _load_meta_schema(self, uri: str) -> None:
         try:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from .json_drafts import draft_of
 from .json_refs import Node, RefError, Refs
 
 _BRANCHES = ("allOf", "anyOf", "oneOf")
@@ -22,7 +23,7 @@ _SINGLE = ("if", "then", "else")
 
 class UniquePolicy:
     def __init__(self, root) -> None:
-        self.refs = Refs(root)
+        self.refs = Refs(root, draft_of(root).ref_alone)  # resolved as the lowering resolves them
         self.nodes: list[Node] = []
         self._ids: dict[tuple, int] = {}
         self._memo: dict = {}
