@@ -138,3 +138,28 @@ def test_counts_out_of_reach_are_refused_at_their_pointer(schema, pointer):
     with pytest.raises(ConstraintError, match=f"JSON Schema {pointer}: "):
         _COMPILER.compile_json_schema(schema)
     assert _COMPILER.compile_json_schema(schema, strict=False).annotations  # the skip is listed
+
+
+@pytest.mark.parametrize("schema,text", [
+    ({"not": {"not": {"uniqueItems": True}}}, '["x","x"]'),              # a double negation is X
+    ({"not": {"anyOf": [{"not": {"uniqueItems": True}}]}}, '["x","x"]'),
+    ({"not": {"not": {"uniqueItems": True}}}, '["x","y"]'),
+    ({"$schema": D4, "oneOf": [{"enum": [1e20]}, {"type": "integer"}]}, "100000000000000000000"),
+])
+def test_round_three_findings_agree_with_jsonschema(schema, text):
+    assert _accepts(schema, text) == _valid(schema, text)
+
+
+def test_a_sub_schema_declaring_another_draft_is_refused():
+    # jsonschema validates it with its own draft, the grammar reads the document's
+    schema = {"properties": {"a": {"$schema": D4, "type": "integer", "not": {"const": 1}}}}
+    with pytest.raises(ConstraintError, match="/properties/a/\\$schema"):
+        _COMPILER.compile_json_schema(schema)
+    _COMPILER.compile_json_schema({"$schema": D7, "properties": {"a": {"$schema": D7, "type": "integer"}}})
+
+
+def test_maxitems_spans_are_bounded_over_the_whole_schema():
+    two = {"type": "object", "properties": {"a": {"type": "array", "maxItems": 2000},
+                                            "b": {"type": "array", "maxItems": 2500}}}
+    with pytest.raises(ConstraintError, match="/properties/b/maxItems"):
+        _COMPILER.compile_json_schema(two)

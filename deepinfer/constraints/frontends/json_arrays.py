@@ -43,7 +43,7 @@ UNIQUE_NOTE = "uniqueItems enforced by the matcher (distinct item values) at"
 MAX_UNIQUE_VALUES = 5  # uniqueItems over a finite item set: all orders of up to this many values
 # (326 sequences; 6 values made 1,957, past the NFA-state limit with the default whitespace)
 MAX_MIN_ITEMS = 100_000   # item rule repeated this many times at most (_counts_in_reach)
-MAX_ITEMS_SPAN = 4_096    # optional item rules nested this deep at most
+MAX_ITEMS_SPAN = 4_096    # optional item rules nested in all (one span of 4,096: ~6 s to compile)
 MAX_MIN_CONTAINS = 1_000  # matches of `contains` spelled out at most
 MAX_COUNTED_VALUES = 64  # item sets enumerated (each value validated) to count them: minItems, maxItems
 
@@ -73,15 +73,17 @@ def lower_array(lw: "Lowerer", d: dict, node: Node) -> Expr:
 def _counts_in_reach(lw: "Lowerer", d: dict, node: Node, lo: int, hi: int | None):
     """Fail closed on counts no grammar of ours can spell in time: a minimum repeats the item
     rule that many times, a bounded span nests that many optional rules (maxItems 2,000 compiles
-    in ~1.5 s, 10,000 took 37 s), `minContains` copies the match N times (3,000: ~7 s). A skip
+    in ~1.5 s, 10,000 took 37 s; spans are summed over the schema, whose arrays all cost), `minContains` copies the match N times (3,000: ~7 s). A skip
     (strict=False) drops the bound (the minimum, or the span's maximum: more arrays, never fewer
     checks on the items)."""
     if lo > MAX_MIN_ITEMS:
         lw.unsupported(f"{node.ptr}/minItems", "minItems", f"minItems above {MAX_MIN_ITEMS:,} is not enforced")
         lo = 0
-    if hi is not None and hi - lo > MAX_ITEMS_SPAN:
+    spans = lw.spans = lw.spans + (0 if hi is None else hi - lo)
+    if hi is not None and spans > MAX_ITEMS_SPAN:  # the whole schema's: each costs compile time
         lw.unsupported(f"{node.ptr}/maxItems", "maxItems",
-                       f"maxItems more than {MAX_ITEMS_SPAN:,} above minItems is not enforced")
+                       f"maxItems spans (maxItems - minItems) above {MAX_ITEMS_SPAN:,} in all are not enforced")
+        lw.spans -= hi - lo
         hi = None
     if "contains" in d and int(d.get("minContains", 1)) > MAX_MIN_CONTAINS:
         lw.unsupported(f"{node.ptr}/minContains", "minContains",

@@ -88,12 +88,36 @@ _DECIDED = ("oneOf", "anyOf", "allOf", "not", "if", "then", "else", "dependentSc
 
 
 def _spellings(values: list) -> list:
-    """The enum's values and, for integral numbers, the other type with the same value: enum
-    equality takes 1 == 1.0, but draft-04's `type: integer` accepts only the int."""
-    extra = [float(v) if isinstance(v, int) else int(v) for v in values
-             if isinstance(v, (int, float)) and not isinstance(v, bool) and float(v).is_integer()
-             and abs(v) < 2 ** 63]
-    return list(values) + extra
+    """The enum's values and, where they hold integral numbers (at any depth), the same values
+    with those numbers as ints and as floats: enum equality takes 1 == 1.0, but draft-04's
+    `type: integer` accepts only the int."""
+    out = list(values)
+    for v in values:
+        for variant in (_retyped(v, int), _retyped(v, float)):
+            if variant is not None:  # never equal to v as text ([1] == [1.0] in Python)
+                out.append(variant)
+    return out
+
+
+def _retyped(value, kind):
+    """value with every integral number made `kind` (None when that changes nothing)."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return None
+    if isinstance(value, (int, float)):
+        if not float(value).is_integer() or isinstance(value, kind):
+            return None
+        try:
+            return kind(value)
+        except (OverflowError, ValueError):
+            return None
+    if isinstance(value, list):
+        items = [_retyped(v, kind) for v in value]
+        return None if all(i is None for i in items) else [v if i is None else i for v, i in zip(value, items)]
+    if isinstance(value, dict):
+        items = {k: _retyped(v, kind) for k, v in value.items()}
+        return None if all(i is None for i in items.values()) else {
+            k: value[k] if i is None else i for k, i in items.items()}
+    return None
 
 
 def _positive(node: Node) -> Node:

@@ -51,6 +51,7 @@ class Lowerer:
         self.composition = Composition(self)
         self._counter = 0
         self.split = False
+        self.spans = 0  # maxItems - minItems summed over the arrays lowered (json_arrays)
         self.unique_matcher = False
         self.deadline = budget_clock() + LOWER_TIME_BUDGET_S
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from .json_merge import TYPES, MergeError, canon, merge
 from .json_order import ANY_OF_POS, COND_POS, ONE_OF_POS, POS, shifted
-from .json_drafts import UNDECLARED, Draft
+from .json_drafts import UNDECLARED, Draft, draft_of
 from .json_refs import Node, Refs
 from .json_values import check_value
 
@@ -51,6 +51,10 @@ class Normalizer:
             raise MergeError(node.ptr, "$ref/allOf chain too deep (a schema that includes itself)")
         out: dict[str, Any] = {}
         members: list[tuple[Node, tuple]] = []  # (member, its position prefix: see json_order)
+        if "$schema" in s and node.ptr and draft_of(s) != self.draft:
+            # jsonschema validates a sub-schema with the draft its own $schema names
+            raise MergeError(f"{node.ptr}/$schema", "a sub-schema declaring another draft than the "
+                                                    "document's is not supported")
         keywords = s.items()
         if self.draft.ref_alone and "$ref" in s:  # drafts 4-7: jsonschema ignores $ref's siblings
             keywords = [(key, value) if key == "$ref" else (None, None) for key, value in keywords]

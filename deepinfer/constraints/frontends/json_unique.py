@@ -18,7 +18,7 @@ from .json_drafts import draft_of
 from .json_refs import Node, RefError, Refs
 
 _BRANCHES = ("allOf", "anyOf", "oneOf")
-_SINGLE = ("if", "then", "else")
+_SINGLE = ("if", "then", "else", "not")  # `not`: a double negation (not: {not: X}) is X
 
 
 class UniquePolicy:
