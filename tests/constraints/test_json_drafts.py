@@ -5,9 +5,11 @@ not have, and in drafts 4-7 the siblings of `$ref`, are ignored as jsonschema ig
 import jsonschema
 import pytest
 
-from deepinfer.constraints import ConstraintError, GrammarCompiler, Matcher, Vocabulary
+from deepinfer.constraints import ConstraintError
 from deepinfer.constraints.frontends import json_drafts
 from deepinfer.constraints.frontends.json_normalize import VALIDATION
+
+from json_verdicts import BYTE_COMPILER as _COMPILER, accepts as _accepts, valid as _valid
 
 D4 = "http://json-schema.org/draft-04/schema#"
 D6 = "http://json-schema.org/draft-06/schema#"
@@ -15,22 +17,6 @@ D7 = "http://json-schema.org/draft-07/schema#"
 D19 = "https://json-schema.org/draft/2019-09/schema"
 D20 = "https://json-schema.org/draft/2020-12/schema"
 INT = {"a": {"type": "integer"}}
-
-_VOCAB = Vocabulary.from_token_bytes([bytes([i]) for i in range(256)] + [None], eos_ids=[256])
-_COMPILER = GrammarCompiler(_VOCAB)
-
-
-def _accepts(schema, text: str) -> bool:
-    m = Matcher(_COMPILER.compile_json_schema(schema))
-    return all(m.accept_string(ch) for ch in text) and m.is_completed()
-
-
-def _valid(schema, text: str) -> bool:
-    import json
-
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    return cls(schema).is_valid(json.loads(text))  # unknown $schema: 2020-12, as validate() reads it
-
 
 CASES = [  # (schema, text): the matcher must agree with jsonschema on each
     ({"$schema": D4, "oneOf": [{"const": []}, {"type": "number"}]}, "0.5"),           # no const in 4

@@ -14,15 +14,13 @@ from __future__ import annotations
 import json
 import random
 
-import jsonschema
 import numpy as np
 import pytest
 
-from deepinfer.constraints import GrammarCompiler, Matcher, Vocabulary
+from deepinfer.constraints import Matcher
 
-EOS = 256
-VOCAB = Vocabulary.from_token_bytes([bytes([i]) for i in range(256)] + [None], eos_ids=[EOS])
-COMPILER = GrammarCompiler(VOCAB)
+from json_verdicts import BYTE_COMPILER as COMPILER, EOS, accepts, validator
+
 D4 = "http://json-schema.org/draft-04/schema#"
 
 NOT_INTEGER = {"type": "number", "not": {"type": "integer"}}
@@ -53,16 +51,6 @@ ROWS = [
     (POSITIVE, BIG[:4] + NEAR_ONE[:1] + ["0.99999999999999999"], ["0.5", "2.25", "0.0000000000000001"]),
     (DRAFT4_MULT, BIG + NEAR_ONE, ["0.5", "-2.25"]),
 ]
-
-
-def validator(schema):
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    return cls(schema)
-
-
-def accepts(schema, text: str) -> bool:
-    m = Matcher(COMPILER.compile_json_schema(schema))
-    return all(m.accept_token(b) for b in text.encode()) and m.is_completed()
 
 
 @pytest.mark.parametrize("schema,integral,ordinary", ROWS, ids=[str(i) for i in range(len(ROWS))])

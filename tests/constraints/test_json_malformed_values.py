@@ -6,31 +6,16 @@ jsonschema does not ignore a value of the wrong type: it applies it as Python re
 draft-04 is the number 1). Dropping such a value let invalid instances through, and some crashed
 the lowering with TypeError / OverflowError; each must raise ConstraintError naming its pointer."""
 
-import json
-
-import jsonschema
 import pytest
 
-from deepinfer.constraints import ConstraintError, GrammarCompiler, Matcher, Vocabulary
+from deepinfer.constraints import ConstraintError
+
+from json_verdicts import BYTE_COMPILER as _COMPILER, accepts as _accepts, valid as _valid
 
 D4 = "http://json-schema.org/draft-04/schema#"
 D7 = "http://json-schema.org/draft-07/schema#"
 D20 = "https://json-schema.org/draft/2020-12/schema"
 INF = float("inf")
-
-_VOCAB = Vocabulary.from_token_bytes([bytes([i]) for i in range(256)] + [None], eos_ids=[256])
-_COMPILER = GrammarCompiler(_VOCAB)
-
-
-def _accepts(schema, text: str) -> bool:
-    m = Matcher(_COMPILER.compile_json_schema(schema))
-    return all(m.accept_string(ch) for ch in text) and m.is_completed()
-
-
-def _valid(schema, text: str) -> bool:
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    return cls(schema).is_valid(json.loads(text))
-
 
 MALFORMED = [  # (schema, the pointer the error must name, a fragment of the message)
     ({"type": "number", "minimum": True}, "/minimum", "expected a number, got true"),
