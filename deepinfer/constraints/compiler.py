@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import re
 import threading
 import time
 from collections import OrderedDict
@@ -20,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import ir
-from .errors import ConstraintError
 from .automaton import TokenAutomaton
 from .dfa import Limits, determinize
 from .errors import ConstraintError
@@ -29,9 +27,6 @@ from .frontends.regex import lower_regex
 from .nfa import build_nfa
 from .regular import RegularAutomaton
 from .vocab import Vocabulary
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")  # in a printed grammar: only inside a literal
 
 
 @dataclass
@@ -113,9 +108,9 @@ class GrammarCompiler:
     def compile_ir(self, grammar: ir.Grammar, kind: str = "ir") -> CompiledConstraint:
         """The generic back-end entry: regular -> DFA, recursive -> context-free back end."""
         key = ("ir", str(grammar), grammar.start, tuple(grammar.annotations))
-        lone = _SURROGATE.search(key[1])
+        lone = ir.first_surrogate(key[1])  # printed grammars hold raw characters only in literals
         if lone is not None:  # a literal no UTF-8 text holds (front ends reject them with a location)
-            raise ConstraintError(f"grammar literal holds U+{ord(lone[0]):04X}, not a Unicode scalar value")
+            raise ConstraintError(f"grammar literal holds U+{ord(lone):04X}, not a Unicode scalar value")
         return self._cached(key, lambda: self._compile(kind, lambda: grammar))
 
     def compile_json_schema(self, schema, **options) -> CompiledConstraint:

@@ -20,7 +20,7 @@ from .ir_build import alt, literal, optional, repeat, seq  # noqa: F401 - re-exp
 from .ir_nodes import (  # noqa: F401 - re-exported
     EMPTY, NOTHING, Alt, CharClass, Expr, Literal, Repeat, RuleRef, Seq, rule_refs)
 from .ir_print import to_ebnf
-from .ir_ranges import MAX_CODEPOINT, SURROGATES  # noqa: F401 - re-exported
+from .ir_ranges import MAX_CODEPOINT, SURROGATES, first_surrogate  # noqa: F401 - re-exported
 
 
 @dataclass

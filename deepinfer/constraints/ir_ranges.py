@@ -6,8 +6,17 @@ Knows nothing else.
 
 from __future__ import annotations
 
+import re
+
 MAX_CODEPOINT = 0x10FFFF
 SURROGATES = (0xD800, 0xDFFF)  # not encodable in UTF-8, never part of a class
+SURROGATE_CHAR = re.compile("[\ud800-\udfff]")  # a character of that range in a str
+
+
+def first_surrogate(text: str) -> str | None:
+    """The first character of `text` no UTF-8 text can hold (a lone surrogate), or None."""
+    found = SURROGATE_CHAR.search(text)
+    return None if found is None else found.group()
 
 
 def normalize_ranges(ranges) -> tuple[tuple[int, int], ...]:

@@ -19,6 +19,7 @@ import re
 
 from deepinfer.constraints import ir
 from deepinfer.constraints.ir import CharClass, Expr, alt, literal, repeat, seq
+from deepinfer.constraints.ir_ranges import SURROGATE_CHAR
 
 _QUOTE, _BACKSLASH = ord('"'), ord("\\")
 _NAMED_ESCAPES = {0x08: "\\b", 0x0C: "\\f", 0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t", _QUOTE: '\\"',
@@ -88,7 +89,6 @@ _PLAIN_TEXT = re.compile(r"[\x20\x21\x23-\x2e\x30-\x5b\x5d-\ud7ff\ue000-\U0010ff
 # a lone surrogate is legal in a decoded string (json.loads('"\\ud83d"')) but has no UTF-8 form; a
 # high one followed by a low one has no JSON text at all (json.loads joins "\\ud83d\\ude00" into one
 # character)
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _SURROGATE_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
 
 
@@ -97,10 +97,10 @@ def encode_text(text: str) -> Expr:
     are spelled by their `\\uXXXX` escape (json.dumps's form), and a string no JSON text decodes
     to (a high surrogate followed by a low one) is NOTHING."""
     out = json.dumps(text, ensure_ascii=False)[1:-1]
-    if _SURROGATE.search(out):
+    if SURROGATE_CHAR.search(out):
         if _SURROGATE_PAIR.search(text):
             return ir.NOTHING
-        out = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", out)
+        out = SURROGATE_CHAR.sub(lambda m: f"\\u{ord(m.group()):04x}", out)
     return literal(out)
 
 

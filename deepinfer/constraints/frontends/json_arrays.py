@@ -73,9 +73,9 @@ def lower_array(lw: "Lowerer", d: dict, node: Node) -> Expr:
 def _counts_in_reach(lw: "Lowerer", d: dict, node: Node, lo: int, hi: int | None):
     """Fail closed on counts no grammar of ours can spell in time: a minimum repeats the item
     rule that many times, a bounded span nests that many optional rules (maxItems 2,000 compiles
-    in ~1.5 s, 10,000 took 37 s; spans are summed over the schema, whose arrays all cost), `minContains` copies the match N times (3,000: ~7 s). A skip
-    (strict=False) drops the bound (the minimum, or the span's maximum: more arrays, never fewer
-    checks on the items)."""
+    in ~1.5 s, 10,000 took 37 s; spans are summed over the schema, whose arrays all cost),
+    `minContains` copies the match N times (3,000: ~7 s). A skip (strict=False) drops the bound
+    (the minimum, or the span's maximum: more arrays, never fewer checks on the items)."""
     if lo > MAX_MIN_ITEMS:
         lw.unsupported(f"{node.ptr}/minItems", "minItems", f"minItems above {MAX_MIN_ITEMS:,} is not enforced")
         lo = 0
@@ -279,7 +279,7 @@ def _numbers(d: dict, integral: bool):
     lo_x, hi_x = _num(d.get("exclusiveMinimum")), _num(d.get("exclusiveMaximum"))
     firsts = ([math.ceil(lo)] if lo is not None else []) + ([math.floor(lo_x) + 1] if lo_x is not None else [])
     lasts = ([math.floor(hi)] if hi is not None else []) + ([math.ceil(hi_x) - 1] if hi_x is not None else [])
-    if not firsts or not lasts or max(lasts) - max(firsts) + 1 > MAX_COUNTED_VALUES:
+    if not firsts or not lasts or min(lasts) - max(firsts) + 1 > MAX_COUNTED_VALUES:
         return None  # (a bound the normalizer kept in another form leaves it unbounded: no list)
     return list(range(max(firsts), min(lasts) + 1))
 

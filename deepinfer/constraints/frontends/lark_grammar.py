@@ -237,7 +237,7 @@ class _Module:
             raise _error(token, f"bad literal {token}: {exc}") from None
         flags = set(pattern.flags)
         if token.type == "STRING":
-            lone = next((ch for ch in pattern.value if 0xD800 <= ord(ch) <= 0xDFFF), None)
+            lone = ir.first_surrogate(pattern.value)
             if lone is not None:  # no UTF-8 text holds it
                 raise _error(token, f"literal {token}: U+{ord(lone):04X} is not a Unicode scalar value")
             return case_insensitive(ir.literal(pattern.value)) if "i" in flags else ir.literal(pattern.value)

@@ -51,9 +51,9 @@ class _Parser(CharParser):
 
     # ---------------------------------------------------------------- grammar
     def parse(self) -> ir.Expr:
-        for at, ch in enumerate(self.text):  # a lone surrogate has no UTF-8 form (as its escape)
-            if ir.SURROGATES[0] <= ord(ch) <= ir.SURROGATES[1]:
-                raise self.error(f"character U+{ord(ch):04X} is not a Unicode scalar value", at)
+        lone = ir.first_surrogate(self.text)  # a lone surrogate has no UTF-8 form (as its escape)
+        if lone is not None:
+            raise self.error(f"character U+{ord(lone):04X} is not a Unicode scalar value", self.text.index(lone))
         expr = self.alternation(top=True)
         if self.pos < len(self.text):
             raise self.error("unbalanced ')'")
