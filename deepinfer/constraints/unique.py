@@ -81,7 +81,8 @@ class UniqueItemsAutomaton:
             "bracket": np.array([t is not None and (b"]" in t or b"}" in t) for t in tokens], dtype=bool)
             | two_ends,
         }
-        self._has["opens"] = two_ends & np.array([t is not None and b"[" in t for t in tokens], dtype=bool)
+        self._opens_ids = np.flatnonzero(two_ends & np.array([t is not None and b"[" in t for t in tokens],
+                                                             dtype=bool))
         starts_literal = np.array([t is not None and t.lstrip(b" \t\n\r")[:1] in (b"t", b"f", b"n")
                                    for t in tokens], dtype=bool)
         self._has["from_value"] = _completes_from_value(self.vocab) | self._has["bracket"] | starts_literal
@@ -116,11 +117,14 @@ class UniqueItemsAutomaton:
         tracker = state[1]
         # not inside an array with distinct items: only a token that opens one and has two of its
         # items (`[1,1,`) can be refused
-        kind = self._candidates(tracker) if any(f[0] == "a" and f[2] for f in tracker[0]) else "opens"
-        bits = np.unpackbits(row.view(np.uint8), bitorder="little")[: self.vocab.size].astype(bool)
-        bits &= self._has[kind]
+        if any(f[0] == "a" and f[2] for f in tracker[0]):
+            bits = np.unpackbits(row.view(np.uint8), bitorder="little")[: self.vocab.size].astype(bool)
+            suspects = np.flatnonzero(bits & self._has[self._candidates(tracker)])
+        else:  # a few tokens: test their bits, not the whole row (this runs at every other step)
+            ids = self._opens_ids
+            suspects = ids[(row.take(ids >> 5) >> (ids & 31)) & 1 != 0]
         tokens = self.vocab.token_bytes
-        for tok in np.flatnonzero(bits).tolist():
+        for tok in suspects.tolist():
             if self._scan(tracker, tokens[tok]) is None:
                 keep = ~(1 << (tok & 31)) & 0xFFFFFFFF
                 row[tok >> 5] &= np.int32(keep - (1 << 32) if keep >= 1 << 31 else keep)
