@@ -49,7 +49,7 @@ def check_value(key: str, value, draft: Draft, ptr: str) -> None:
 def _expected(key: str, value, draft: Draft) -> str | None:
     """What `value` should have been (None when it is fine)."""
     if key in _BOUNDS:
-        if getattr(draft, "boolean_exclusive", False) and key.startswith("exclusive"):
+        if draft.boolean_exclusive and key.startswith("exclusive"):
             return None  # draft-04: a modifier of minimum/maximum (json_normalize reads it as a flag)
         return None if _is_number(value) else "a number"
     if key in _COUNTS:
@@ -74,7 +74,7 @@ def _expected(key: str, value, draft: Draft) -> str | None:
         return None if ok else "an object of schemas and arrays of strings"
     if key == "items":
         if isinstance(value, list):
-            if getattr(draft, "name", "") == "2020-12":
+            if draft.name == "2020-12":
                 return "a schema (an array of schemas is prefixItems in 2020-12)"
             return None if all(map(_is_schema, value)) else "a schema or an array of schemas"
         return None if _is_schema(value) else "a schema (an object or a boolean)"
