@@ -65,7 +65,12 @@ class Composition:
                 return None
         else:
             return None
-        return alt(*(e for e in (self.lw.lower(b) for b in branches) if e != ir.NOTHING)) or ir.NOTHING
+        mark = self.lw.empty_mark()
+        expr = alt(*(e for e in (self.lw.lower(b) for b in branches) if e != ir.NOTHING)) or ir.NOTHING
+        if expr == ir.NOTHING and branches:  # no branch has a valid value: blame the keyword
+            self.lw.forgive_empty(mark)
+            self.lw.blame_empty(branches[0].ptr.rsplit("/", 1)[0])
+        return expr
 
     def _each(self, alts, step, node: Node) -> list:
         self.lw.check_time(node.ptr)

@@ -46,7 +46,10 @@ class Lowerer:
         self.rules: dict[str, Expr] = {"start": ir.EMPTY}
         self.annotations: list[str] = []
         self._ref_rules: dict[tuple[int, str], str] = {}
-        self._empty_rules: set[str] = set()
+        self._empty_rules: dict[str, str] = {}  # rule -> the pointer its emptiness comes from
+        # pointers of the sub-schemas found empty (no valid value) inside each `lower` call
+        # in progress, innermost last: the error for an unsatisfiable schema names the first
+        self._empty_causes: list[list[str]] = [[]]
         self.verdict = Verdict(self.refs, self.fail, self._credit)
         self.composition = Composition(self)
         self._counter = 0
@@ -59,7 +62,11 @@ class Lowerer:
     def grammar(self) -> ir.Grammar:
         body = self.lower(self.refs.root)
         if body == ir.NOTHING:
-            raise ConstraintError("JSON Schema is unsatisfiable: no JSON value is valid against it")
+            cause = self._empty_causes[0][0] if self._empty_causes[0] else "/"
+            if cause == "/":
+                raise self.fail(cause, "unsatisfiable: no JSON value is valid against the schema")
+            raise self.fail(cause, "unsatisfiable: no JSON value is valid here, and the schema "
+                                   "has no valid instance without one")
         self.rules["start"] = body
         return ir.Grammar(self.rules, "start", list(dict.fromkeys(self.annotations)))
 
@@ -79,6 +86,19 @@ class Lowerer:
             raise self.fail(ptr, f"`{keyword}` is not enforced: {message}")
         self.annotations.append(f"skipped {ptr}: {message}")
 
+    def empty_mark(self) -> int:
+        """A mark for `forgive_empty`: how many empty sub-schemas the current call has met."""
+        return len(self._empty_causes[-1])
+
+    def forgive_empty(self, mark: int) -> None:
+        """Sub-schemas found empty since `mark` cost nothing (an optional member that is
+        simply never written): an unsatisfiable-schema error must not name them."""
+        del self._empty_causes[-1][mark:]
+
+    def blame_empty(self, ptr: str) -> None:
+        """Name `ptr` as why the current sub-schema has no valid value."""
+        self._empty_causes[-1].append(ptr)
+
     def note(self, text: str) -> None:
         self.annotations.append(text)
 
@@ -90,7 +110,13 @@ class Lowerer:
     def lower(self, node: Node, memo: bool = True) -> Expr:
         """The JSON text language of the values valid against `node`."""
         self.check_time(node.ptr)
-        expr = self._lower(node, memo)
+        self._empty_causes.append([])
+        try:
+            expr = self._lower(node, memo)
+        finally:
+            inner = self._empty_causes.pop()
+        if expr == ir.NOTHING:  # blame the first empty sub-schema it needed, else itself
+            self._empty_causes[-1].append(inner[0] if inner else node.ptr or "/")
         if not self.split or expr == ir.NOTHING or isinstance(expr, (ir.Literal, ir.RuleRef, ir.CharClass)):
             return expr
         # split mode: its own rule, made non-regular by an alternative that derives nothing
@@ -142,8 +168,10 @@ class Lowerer:
             body = build()
             self.rules[name] = body
             if body == ir.NOTHING:
-                self._empty_rules.add(name)
+                self._empty_rules[name] = self._empty_causes[-1][-1] if self._empty_causes[-1] else node.ptr
+                return ir.NOTHING
         if name in self._empty_rules:
+            self._empty_causes[-1].append(self._empty_rules[name])
             return ir.NOTHING
         return ir.RuleRef(name)
 

@@ -72,9 +72,12 @@ class _ObjectLowering:
         self.names = names
         self.members = []
         for name in names:
+            mark = self.lw.empty_mark()
             member = self._member(name)
-            if member == ir.NOTHING and name in self.required:
-                return ir.NOTHING
+            if member == ir.NOTHING:
+                if name in self.required:
+                    return ir.NOTHING
+                self.lw.forgive_empty(mark)  # an optional member no value fits: never written
             self.members.append(member)
         tracked = {n for f in self.forbid for n in f} | set(self.dep_req) | \
             {v for vs in self.dep_req.values() for v in vs}
@@ -85,7 +88,10 @@ class _ObjectLowering:
             self.lw.unsupported(f"{self.ptr}/minProperties", "minProperties",
                                 f"min/maxProperties over {optional_count} optional properties")
             self.cap = 0
+        mark = self.lw.empty_mark()
         self.additional = additional_member(self.lw, self.d, self.node, self.names)
+        self.lw.forgive_empty(mark)  # no undeclared member at all is fine unless minProperties says
+
         body = self._state(0, True, 0, frozenset())
         if self._distinct_cut:
             message = ("objects reaching minProperties only with several undeclared members are not "
