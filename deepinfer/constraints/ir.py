@@ -34,6 +34,9 @@ class Grammar:
     rules: dict[str, Expr]
     start: str = "start"
     annotations: list[str] = field(default_factory=list)
+    # (location, what, expression) of pieces a front end wants named when a back end refuses
+    # the grammar as too large (JSON Schema: a scalar's pointer and its size-prone keywords)
+    sources: list = field(default_factory=list, repr=False, compare=False)
     # unused now (referenced rules are memoized on the IR nodes); kept because
     # cfg/recursion.py still copies it between grammars
     _refs: dict = field(default_factory=dict, init=False, repr=False, compare=False)

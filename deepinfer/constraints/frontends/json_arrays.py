@@ -33,6 +33,7 @@ from deepinfer.constraints.errors import ConstraintError
 from deepinfer.constraints.ir import Expr, alt, optional, repeat, seq
 
 from .json_merge import canon, synthetic, type_set
+from .json_negation import bound_written_at
 from .json_refs import Node
 from .json_text import value_text
 
@@ -77,11 +78,12 @@ def _counts_in_reach(lw: "Lowerer", d: dict, node: Node, lo: int, hi: int | None
     `minContains` copies the match N times (3,000: ~7 s). A skip (strict=False) drops the bound
     (the minimum, or the span's maximum: more arrays, never fewer checks on the items)."""
     if lo > MAX_MIN_ITEMS:
-        lw.unsupported(f"{node.ptr}/minItems", "minItems", f"minItems above {MAX_MIN_ITEMS:,} is not enforced")
+        lw.unsupported(bound_written_at(d, node, "minItems"), "minItems",
+                       f"minItems above {MAX_MIN_ITEMS:,} is not enforced")
         lo = 0
     spans = lw.spans = lw.spans + (0 if hi is None else hi - lo)
     if hi is not None and spans > MAX_ITEMS_SPAN:  # the whole schema's: each costs compile time
-        lw.unsupported(f"{node.ptr}/maxItems", "maxItems",
+        lw.unsupported(bound_written_at(d, node, "maxItems"), "maxItems",
                        f"maxItems spans (maxItems - minItems) above {MAX_ITEMS_SPAN:,} in all are not enforced")
         lw.spans -= hi - lo
         hi = None

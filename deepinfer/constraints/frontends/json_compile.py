@@ -3,7 +3,8 @@
 Owns `compile_json_schema(compiler, schema, **options)` (GrammarCompiler calls it through
 json_schema): lower once with one rule per sub-schema, build one DFA for a small regular
 grammar, otherwise give the split grammar to the context-free back end; wrap the automaton
-in `constraints.unique.UniqueItemsAutomaton` when `uniqueItems` is left to the matcher; and
+in `constraints.unique.UniqueItemsAutomaton` when `uniqueItems` is left to the matcher and in
+`constraints.length_caps.LengthCapAutomaton` when long `maxLength`s are (json_caps); and
 fail closed (ConstraintError) rather than run into a caller's timeout on schemas whose
 lowering alone is slow. Knows the IR and the compiler's public pieces, not tokens.
 """
@@ -17,12 +18,14 @@ from deepinfer.constraints.dfa import budget_clock
 from deepinfer.constraints.errors import ConstraintError
 
 from . import json_arrays
+from .json_caps import CAP_NOTE, CapPolicy, capped_nodes, has_long_max_length
 
 # A regular grammar this small becomes one DFA (a few ms to build; fastest masks). Larger ones
 # go to the context-free back end too: its lexemes are shared between schemas and built on
 # first use, where one DFA took 8-30 ms for a typical function-call schema (700-2000 NFA states).
 DFA_FIRST_MAX_NFA_STATES = 400
 SINGLE_DFA_MAX_NFA_STATES = 30_000  # one DFA, if the context-free back end refuses a regular grammar
+LOCATE_BUDGET_S = 3.0  # CPU spent finding which sub-schema made a refused automaton too large
 FIRST_LOWERING_MAX_S = 2.0  # the slowest passing MaskBench schemas lower in < 1 s
 
 
@@ -53,7 +56,10 @@ def _compile(compiler, schema, options, CompiledConstraint, is_recursive, build_
 
     _warm_jsonschema()
     t0, cpu0 = time.perf_counter(), budget_clock()
-    options = {"unique_matcher": True, "deadline": cpu0 + LOWER_TIME_BUDGET_S, **options}
+    root = load_schema(schema)
+    caps = _length_caps(root)
+    options = {"unique_matcher": True, "length_caps": caps, "deadline": cpu0 + LOWER_TIME_BUDGET_S,
+               **options}
     # lowered once, split: the context-free back end takes it as it is, the DFA path without
     # its dead alternatives (most schemas are recursive through additionalProperties' values)
     split = lower_json_schema(schema, split=True, **options)
@@ -69,23 +75,43 @@ def _compile(compiler, schema, options, CompiledConstraint, is_recursive, build_
         automaton = _one_dfa(compiler, grammar)
     if automaton is None:
         try:
-            automaton = compiler.build_automaton(split)
-        except ConstraintError as exc:  # many lexemes too many: one DFA may still do
-            if not (regular and states <= SINGLE_DFA_MAX_NFA_STATES and _too_big(exc)):
-                raise
-            automaton = compiler.build_automaton(grammar)
+            try:
+                automaton = compiler.build_automaton(split)
+            except ConstraintError as exc:  # many lexemes too many: one DFA may still do
+                if not (regular and states <= SINGLE_DFA_MAX_NFA_STATES and _too_big(exc)):
+                    raise
+                automaton = compiler.build_automaton(grammar)
+        except ConstraintError as exc:
+            if _too_big(exc):
+                raise _located(compiler, split.sources, exc) from None
+            raise
     dfa = getattr(automaton, "dfa", None)
+    if any(note.startswith(CAP_NOTE) for note in grammar.annotations):
+        from deepinfer.constraints.length_caps import LengthCapAutomaton
+
+        automaton = LengthCapAutomaton(automaton, CapPolicy(root, caps))
     if any(note.startswith(json_arrays.UNIQUE_NOTE) for note in grammar.annotations):
         from deepinfer.constraints.unique import UniqueItemsAutomaton
 
         from .json_unique import UniquePolicy
 
-        automaton = UniqueItemsAutomaton(automaton, UniquePolicy(load_schema(schema)))
+        automaton = UniqueItemsAutomaton(automaton, UniquePolicy(root))
     stats = {"lower_s": t1 - t0, "build_s": time.perf_counter() - t1,
              "back_end": "dfa" if dfa is not None else "cfg"}
     if dfa is not None:
         stats["dfa_states"] = dfa.num_states
     return CompiledConstraint("json_schema", grammar, automaton, compiler.vocab, stats)
+
+
+def _length_caps(root) -> frozenset:
+    """json_caps.capped_nodes, or none when the schema is too malformed to walk (the lowering
+    then reports what is wrong; without caps every maxLength is in the grammar, as before)."""
+    if not has_long_max_length(root):
+        return frozenset()
+    try:
+        return frozenset(capped_nodes(root))
+    except Exception:  # noqa: BLE001 - any failure here only means "no caps"
+        return frozenset()
 
 
 def _nfa_states(grammar, build_nfa) -> int:
@@ -107,6 +133,26 @@ def _one_dfa(compiler, grammar):
         if not _too_big(exc):
             raise
         return None
+
+
+def _located(compiler, sources, exc: ConstraintError) -> ConstraintError:
+    """The back end's size error, naming the first scalar sub-schema that is too large on its
+    own (its pointer and size-prone keywords), when one is; else `exc` as it is. Only on the
+    failure path: each candidate's DFA is built again, within LOCATE_BUDGET_S of CPU."""
+    deadline = budget_clock() + LOCATE_BUDGET_S
+    for ptr, keywords, expr in sources:
+        if budget_clock() > deadline:
+            break
+        try:
+            compiler.build_dfa(expr)
+        except ConstraintError as inner:
+            if _too_big(inner):
+                where = f"{ptr.rstrip('/')}/{keywords.strip('`')}" if "," not in keywords else ptr
+                return ConstraintError(f"JSON Schema {where}: {keywords} give(s) this value an automaton "
+                                       f"too large to build ({inner})")
+        except (KeyError, RecursionError):  # refers to other rules: not a scalar on its own
+            continue
+    return exc
 
 
 def _too_big(exc: ConstraintError) -> bool:

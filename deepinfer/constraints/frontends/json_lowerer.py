@@ -32,6 +32,8 @@ from .json_verdict import Verdict, markers_allow
 
 LOWER_TIME_BUDGET_S = 8.0  # both lowerings (DFA attempt, then split for the context-free back end)
 DEAD_RULE = "unproductive"  # a rule with no finite derivation: referencing it changes no language
+_STRING_SIZE = ("minLength", "maxLength", "pattern", "format")
+_NUMBER_SIZE = ("multipleOf", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 _UNSUPPORTED = {"$dynamicRef", "$recursiveRef", "unevaluatedProperties", "unevaluatedItems"}
 
 
@@ -56,6 +58,8 @@ class Lowerer:
         self.split = False
         self.spans = 0  # maxItems - minItems summed over the arrays lowered (json_arrays)
         self.unique_matcher = False
+        self.capped: frozenset = frozenset()  # json_caps: long maxLength nodes the matcher counts
+        self.sources: list[tuple[str, str, Expr]] = []  # ir.Grammar.sources: scalars with size keywords
         self.deadline = budget_clock() + LOWER_TIME_BUDGET_S
 
     # ----------------------------------------------------------------- entry
@@ -68,7 +72,9 @@ class Lowerer:
             raise self.fail(cause, "unsatisfiable: no JSON value is valid here, and the schema "
                                    "has no valid instance without one")
         self.rules["start"] = body
-        return ir.Grammar(self.rules, "start", list(dict.fromkeys(self.annotations)))
+        grammar = ir.Grammar(self.rules, "start", list(dict.fromkeys(self.annotations)))
+        grammar.sources = self.sources
+        return grammar
 
     def check_time(self, ptr: str) -> None:
         """Fail closed long before a caller's timeout (called wherever lowering loops)."""
@@ -220,10 +226,18 @@ class Lowerer:
             elif t == "array":
                 parts.append(json_arrays.lower_array(self, d, node))
             elif t == "string":
-                parts.append(json_scalars.lower_string(self, d, node))
+                parts.append(self._sized(d, node, json_scalars.lower_string(self, d, node), _STRING_SIZE))
             else:
-                parts.append(json_scalars.lower_number(self, d, node, integer=t == "integer"))
+                parts.append(self._sized(d, node, json_scalars.lower_number(self, d, node, integer=t == "integer"),
+                                         _NUMBER_SIZE))
         return alt(*parts) if parts else ir.NOTHING
+
+    def _sized(self, d: dict, node: Node, expr: Expr, keywords: tuple[str, ...]) -> Expr:
+        """Remember a scalar whose keywords can make its automaton large (ir.Grammar.sources)."""
+        present = [k for k in keywords if k in d]
+        if present and expr != ir.NOTHING:
+            self.sources.append((node.ptr or "/", ", ".join(f"`{k}`" for k in present), expr))
+        return expr
 
     def _check_structured_exclusions(self, d: dict, node: Node, excluded: list) -> None:
         """Objects and arrays that `not: {const/enum}` (or a oneOf / if negation) excludes: strings,

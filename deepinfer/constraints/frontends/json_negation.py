@@ -186,6 +186,22 @@ class Negation:
         return out
 
 
+def bound_written_at(d: dict, node: Node, key: str) -> str:
+    """Where bound `key` (minItems, maxLength, ...) of normalized `d` was written: a source
+    that has it, else one whose `not` has the opposite bound (`not: {minItems: n}` is
+    `maxItems: n - 1`), else the node itself."""
+    opposite = next((k for k, (_, neg, _) in _BOUND_NEGATIONS.items() if neg == key), None)
+    sources = [src for src in d.get("_sources", ()) if isinstance(src.schema, dict)]
+    for src in sources:
+        if key in src.schema:
+            return f"{src.ptr}/{key}"
+    for src in sources:
+        negated = src.schema.get("not")
+        if opposite is not None and isinstance(negated, dict) and opposite in negated:
+            return f"{src.ptr}/not/{opposite}"
+    return f"{node.ptr}/{key}"
+
+
 def _with_types(d: dict, types) -> dict:
     out = dict(d)
     out["type"] = frozenset(types)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from deepinfer.constraints import dfa_ops, ir
 from deepinfer.constraints.ir import CharClass, Expr, alt, literal, optional, repeat, seq
 
+from .json_caps import CAP_NOTE, MATCHER_MAX_LENGTH
 from .json_formats import format_expr
 from .json_decimals import number_text
 from .json_numbers import (INT_TEXT, MAX_ENUMERATED, NUMBER_TEXT, Bounds, RangeError, int_range, integer_bounds,
@@ -64,6 +65,9 @@ def lower_string(lw: "Lowerer", d: dict, node: Node) -> Expr:
     language = _string_language(lw, d, ptr)
     excluded = [v for v in d.get("_not_enum", []) if isinstance(v, str)]
     if language is None and not excluded:
+        if _capped_by_matcher(lw, d, lo, hi):  # unbounded here: the matcher counts (json_caps)
+            lw.note(f"{CAP_NOTE} {ptr or '/'}")
+            return quoted(repeat(COUNTED_CHAR, lo, None))
         if hi is not None and hi > LONG_STRING:
             # counting every position of a byte automaton through multi-byte UTF-8 and \uXXXX
             # escapes costs ~9 states a character: past LONG_STRING characters, long strings
@@ -85,6 +89,15 @@ def lower_string(lw: "Lowerer", d: dict, node: Node) -> Expr:
             lw.note(f"{ptr or '/'}: minLength/maxLength with this pattern are enforced with per-part "
                     f"length budgets (sound; some long valid strings are excluded)")
     return quoted(encode_expr(language))
+
+
+def _capped_by_matcher(lw: "Lowerer", d: dict, lo: int, hi: int | None) -> bool:
+    """A long maxLength written by a node json_caps lets the matcher enforce (then every context
+    the string can be in caps it at hi or less, and nothing there needs it longer)."""
+    if hi is None or hi <= MATCHER_MAX_LENGTH or lo > MATCHER_MAX_LENGTH or not lw.capped:
+        return False
+    return any(isinstance(src.schema, dict) and (src.ptr, src.base) in lw.capped
+               and src.schema.get("maxLength") == hi for src in d.get("_sources", ()))
 
 
 def _string_language(lw: "Lowerer", d: dict, ptr: str) -> Expr | None:

@@ -30,7 +30,8 @@ DEFAULT_ANY_DEPTH = None  # unconstrained values nest freely (recursive rule, co
 
 def lower_json_schema(schema, *, whitespace: str = "default", strict: bool | list[str] = True,
                       any_depth: int | None = DEFAULT_ANY_DEPTH, split: bool = False,
-                      unique_matcher: bool = False, deadline: float | None = None) -> ir.Grammar:
+                      unique_matcher: bool = False, length_caps: frozenset = frozenset(),
+                      deadline: float | None = None) -> ir.Grammar:
     """Lower a JSON Schema (dict, JSON text or Pydantic model class) to an IR grammar.
 
     whitespace: "default" (json.dumps/pretty-printer whitespace, bounded runs), "compact"
@@ -41,7 +42,9 @@ def lower_json_schema(schema, *, whitespace: str = "default", strict: bool | lis
     in its own non-regular rule (same language), for the context-free back end.
     unique_matcher: `uniqueItems` over unbounded item sets is left to the matcher
     (the caller wraps the automaton, see `compile_json_schema`); the grammar then says so
-    in its annotations. deadline: `dfa.budget_clock()` (thread CPU time) value past which lowering fails
+    in its annotations. length_caps: the (pointer, base URI) of the `maxLength` nodes whose
+    strings are left unbounded for the matcher to count (json_caps.capped_nodes; the caller
+    wraps the automaton in `constraints.length_caps.LengthCapAutomaton`). deadline: `dfa.budget_clock()` (thread CPU time) value past which lowering fails
     (default: LOWER_TIME_BUDGET_S from now).
     """
     lowerer = Lowerer(load_schema(schema), Whitespace(whitespace), strict, any_depth)
@@ -49,6 +52,7 @@ def lower_json_schema(schema, *, whitespace: str = "default", strict: bool | lis
         lowerer.deadline = deadline
     lowerer.split = split
     lowerer.unique_matcher = unique_matcher
+    lowerer.capped = length_caps
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 20_000))  # deep schemas recurse once per level
     try:

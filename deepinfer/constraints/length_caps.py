@@ -1,0 +1,230 @@
+"""Long `maxLength` caps on top of any token automaton: a wrapper that counts characters.
+
+A string of at most N characters needs about N automaton states per character class
+(UTF-8 lead bytes, escapes); past a few thousand that is more than a lexeme DFA may
+hold. The grammar then lets such a string run unbounded, and `LengthCapAutomaton(inner,
+policy)` counts the characters of every value string the policy caps, refusing a token
+that would write character N + 1. Characters are code points, as JSON Schema counts
+them: every byte that is not a UTF-8 continuation byte, and each escape (`\\n`,
+`\\u00e9`) once; the grammar writes no surrogate escapes in a capped string.
+
+Exactness: the inner mask is exact for the unbounded string; the wrapper removes exactly
+the tokens that put more than N characters into a capped string. What is left can always
+finish, because the policy only caps places where every string the grammar can write
+may close after any of its prefixes of at least its minLength (<= N) characters
+(json_caps checks that when it builds the policy).
+
+The tracker is a small JSON scanner over the emitted bytes: a stack of open containers
+with their policy contexts, the mode, and in a capped string its count and escape state.
+policy: `root() -> ctx`, `key(ctx, name) -> ctx`, `item(ctx) -> ctx`, `cap(ctx) -> int |
+None` (contexts hashable). Knows nothing about schemas.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Hashable
+
+import numpy as np
+
+from .masks import pack_mask
+
+_WS = frozenset(b" \t\n\r")
+_SCALAR = frozenset(b"0123456789+-.eEtruefalsn")
+_STRING_STOP = re.compile(rb'["\\]')
+_CONTINUATION = bytes(range(0x80, 0xC0))
+# modes: V value expected, K key or "}" expected, SK in a key string, C ":" expected,
+# A after a value, S in a value string, N in a number or literal
+V, K, SK, C, A, S, N = range(7)
+# escape state inside a string: 0 plain, 1 after a backslash, 2..5 = 4..1 hex digits to read
+PLAIN, ESCAPE = 0, 1
+_ESCAPE_STATES = 6
+_CACHE_ROWS = 512  # packed "at most r more characters" rows kept per vocabulary
+
+
+class _Refuse(Exception):
+    pass
+
+
+class LengthCapAutomaton:
+    """TokenAutomaton: `inner` plus at most cap(ctx) characters in the strings the policy caps."""
+
+    def __init__(self, inner, policy) -> None:
+        self.inner = inner
+        self.vocab = inner.vocab
+        self.policy = policy
+        self._longest = max((len(t) for t in self.vocab.token_bytes if t is not None), default=0)
+
+    # ---------------------------------------------------------- protocol
+    def initial_state(self) -> Hashable:
+        # tracker: (stack, mode, cap of the string being written or None, count, escape, key bytes)
+        return (self.inner.initial_state(), ((), V, None, 0, PLAIN, b""))
+
+    def is_accepting(self, state) -> bool:
+        return self.inner.is_accepting(state[0])
+
+    def next_state(self, state, token_id: int):
+        inner = self.inner.next_state(state[0], token_id)
+        if inner is None:
+            return None
+        tracker = self._scan(state[1], self.vocab.token_bytes[token_id] or b"")
+        return None if tracker is None else (inner, tracker)
+
+    def advance_bytes(self, state, data: bytes):
+        inner = self.inner.advance_bytes(state[0], data)
+        if inner is None:
+            return None
+        tracker = self._scan(state[1], data)
+        return None if tracker is None else (inner, tracker)
+
+    def forced_bytes(self, state) -> bytes:
+        data = self.inner.forced_bytes(state[0])
+        return data if data and self._scan(state[1], data) is not None else b""
+
+    def precompute_masks(self, budget_s: float = 0.05) -> None:
+        pre = getattr(self.inner, "precompute_masks", None)
+        if pre is not None:
+            pre(budget_s)
+
+    def fill_mask(self, state, row: np.ndarray) -> None:
+        self.inner.fill_mask(state[0], row)
+        _, mode, cap, count, escape, _ = state[1]
+        if mode != S or cap is None:
+            return  # a new string starts at 0 characters, and no token holds a whole cap (> 4,096)
+        room = cap - count
+        if room >= self._longest:
+            return  # no token has more characters than bytes
+        np.bitwise_and(row, _room_row(self.vocab, escape, room), out=row)
+
+    # ----------------------------------------------------------- tracker
+    def _scan(self, tracker, data: bytes):
+        stack, mode, cap, count, escape, key = tracker
+        stack = list(stack)
+        i, n = 0, len(data)
+        try:
+            while i < n:
+                if mode == S or mode == SK:
+                    i, mode, count, escape, key = self._string(stack, data, i, mode, cap, count, escape, key)
+                    continue
+                mode, cap, key = self._byte(stack, mode, data[i], key)
+                count, escape = 0, PLAIN
+                i += 1
+        except _Refuse:
+            return None
+        return (tuple(stack), mode, cap, count, escape, key)
+
+    def _string(self, stack, data: bytes, i: int, mode: int, cap, count: int, escape: int, key: bytes):
+        """Read string bytes from data[i]: (next index, mode, count, escape, key bytes)."""
+        if escape == PLAIN:
+            stop = _STRING_STOP.search(data, i)
+            end = len(data) if stop is None else stop.start()
+            if end > i:
+                run = data[i:end]
+                if mode == SK:
+                    key += run
+                elif cap is not None:
+                    count += len(run.translate(None, _CONTINUATION))
+                    if count > cap:
+                        raise _Refuse()
+                return end, mode, count, escape, key
+            c = data[i]
+            if c == 0x22:  # the closing quote
+                if mode == SK:
+                    name = json.loads(b'"' + key + b'"')
+                    kind, ctx, _ = stack[-1]
+                    stack[-1] = (kind, ctx, name)
+                    return i + 1, C, 0, PLAIN, b""
+                return i + 1, A, 0, PLAIN, b""
+            # a backslash: one more character
+            if mode == SK:
+                key += b"\\"
+            elif cap is not None:
+                count += 1
+                if count > cap:
+                    raise _Refuse()
+            return i + 1, mode, count, ESCAPE, key
+        c = data[i]
+        if mode == SK:
+            key += bytes([c])
+        if escape == ESCAPE:
+            escape = 2 if c == ord("u") else PLAIN
+        else:
+            escape = escape + 1 if escape < 5 else PLAIN
+        return i + 1, mode, count, escape, key
+
+    def _byte(self, stack: list, mode: int, c: int, key: bytes):
+        """One byte outside strings: (mode, cap of a string it opens, key bytes)."""
+        if mode == N:
+            if c in _SCALAR:
+                return N, None, key
+            mode = A
+        if c in _WS:
+            return mode, None, key
+        if mode == V and c != ord("]"):
+            ctx = self._child(stack)
+            if c == ord("{"):
+                stack.append(("o", ctx, None))
+                return K, None, b""
+            if c == ord("["):
+                stack.append(("a", ctx, None))
+                return V, None, b""
+            if c == 0x22:
+                return S, self.policy.cap(ctx), b""
+            return N, None, key
+        if mode == K and c == 0x22:
+            return SK, None, b""
+        if mode == C:
+            return V, None, key  # ":"
+        if c == ord(","):
+            return (K if stack and stack[-1][0] == "o" else V), None, key
+        if c in (ord("]"), ord("}")) and stack:
+            stack.pop()
+            return A, None, key
+        return mode, None, key
+
+    def _child(self, stack: list):
+        if not stack:
+            return self.policy.root()
+        kind, ctx, name = stack[-1]
+        return self.policy.key(ctx, name) if kind == "o" else self.policy.item(ctx)
+
+
+def _room_row(vocab, escape: int, room: int) -> np.ndarray:
+    """int32 [words]: tokens that add at most `room` characters to a string, read from
+    escape state `escape` (packed; cached per vocabulary)."""
+    rows = vocab.mask_cache.setdefault("length_caps", {})
+    got = rows.get((escape, room))
+    if got is None:
+        counts = _char_counts(vocab, escape)
+        if len(rows) >= _CACHE_ROWS:
+            rows.clear()
+        got = rows[(escape, room)] = pack_mask(np.flatnonzero(counts <= room), vocab)
+    return got
+
+
+def _char_counts(vocab, escape: int) -> np.ndarray:
+    """int32 [V]: characters each token adds to a string before its closing quote."""
+    key = ("length_caps_counts", escape)
+    got = vocab.mask_cache.get(key)
+    if got is None:
+        got = np.array([_count(t or b"", escape) for t in vocab.token_bytes], dtype=np.int32)
+        vocab.mask_cache[key] = got
+    return got
+
+
+def _count(data: bytes, escape: int) -> int:
+    count = 0
+    for c in data:
+        if escape == PLAIN:
+            if c == 0x22:
+                break
+            if c == 0x5C:
+                count, escape = count + 1, ESCAPE
+            elif c & 0xC0 != 0x80:
+                count += 1
+        elif escape == ESCAPE:
+            escape = 2 if c == ord("u") else PLAIN
+        else:
+            escape = escape + 1 if escape < 5 else PLAIN
+    return count

@@ -1,0 +1,28 @@
+"""Schemas refused because an automaton would be too large name the keyword and its pointer."""
+
+import pytest
+
+from deepinfer.constraints.errors import ConstraintError
+from json_verdicts import BYTE_COMPILER as COMPILER
+
+CASES = [
+    ({"type": "integer", "multipleOf": 1e20}, "/multipleOf", "`multipleOf`"),
+    ({"type": "string", "minLength": 100000}, "/minLength", "`minLength`"),
+    ({"type": "object", "properties": {"a": {"type": "string", "pattern": "^a{1000000}$"}}},
+     "/properties/a/pattern", "`pattern`"),
+    ({"type": "object", "properties": {"a": {"type": "integer", "multipleOf": 123456789123}}},
+     "/properties/a/multipleOf", "`multipleOf`"),
+    ({"type": "string", "maxLength": 100000, "pattern": "^[a-z]*$"}, "/", "`maxLength`, `pattern`"),
+    # a negated count is named where it was written, not by the bound it becomes
+    ({"not": {"minItems": 200000}}, "/not/minItems", "maxItems"),
+    ({"type": "array", "not": {"maxItems": 200000}}, "/not/maxItems", "minItems"),
+]
+
+
+@pytest.mark.parametrize("schema,pointer,keyword", CASES)
+def test_size_errors_name_the_keyword_and_where(schema, pointer, keyword):
+    with pytest.raises(ConstraintError) as info:
+        COMPILER.compile_json_schema(schema)
+    message = str(info.value)
+    assert message.startswith(f"JSON Schema {pointer}: "), message
+    assert keyword in message

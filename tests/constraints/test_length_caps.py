@@ -1,0 +1,101 @@
+"""Long maxLength counted by the matcher (length_caps.py, json_caps.py): exact at the
+boundary for every kind of character, exact masks on multi-byte tokens, and caps only
+where no other sub-schema could need a longer or patterned string."""
+
+import json
+import random
+
+import numpy as np
+import pytest
+
+from deepinfer.constraints import GrammarCompiler, Vocabulary
+from deepinfer.constraints.frontends.json_caps import CAP_NOTE
+from deepinfer.constraints.length_caps import LengthCapAutomaton
+from json_verdicts import BYTE_COMPILER, accepts, valid, validator
+
+CAP = 150
+OBJ = {"type": "object", "properties": {"d": {"type": "string", "maxLength": CAP}}, "required": ["d"]}
+
+
+def _capped(schema, compiler=BYTE_COMPILER) -> bool:
+    compiled = compiler.compile_json_schema(schema)
+    return any(n.startswith(CAP_NOTE) for n in compiled.grammar.annotations)
+
+
+@pytest.mark.parametrize("char", ["a", "é", "€", "😀", "\\n", "\\\"", "\\u00e9", "\\/"])
+@pytest.mark.parametrize("count", [CAP - 1, CAP, CAP + 1])
+def test_accepts_exactly_up_to_the_cap(char, count):
+    text = json.dumps({"d": "x"}).replace("x", char * count)
+    assert accepts(OBJ, text) == valid(OBJ, text) == (count <= CAP)
+
+
+@pytest.mark.parametrize("schema", [
+    OBJ,
+    {"type": "array", "items": {"type": "string", "maxLength": 200, "minLength": 3}},
+    {"$defs": {"t": {"type": "string", "maxLength": 300}}, "type": "object",
+     "additionalProperties": {"$ref": "#/$defs/t"}},
+    {"anyOf": [{"type": "integer"}, {"type": "string", "maxLength": 5000}]},
+    {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "object", "properties": {
+        "b": {"type": ["string", "null"], "maxLength": 10000}}}}}},
+    {"allOf": [{"type": "string", "maxLength": 500}, {"maxLength": 300}]},
+])
+def test_long_max_lengths_are_capped(schema):
+    assert _capped(schema)
+
+
+@pytest.mark.parametrize("schema", [
+    # another sub-schema at the same place needs a patterned or long string: the grammar counts
+    {"anyOf": [{"type": "string", "maxLength": 300}, {"type": "string", "pattern": "^a+b$"}]},
+    {"anyOf": [{"type": "string", "maxLength": 300}, {"type": "string", "minLength": 200}]},
+    {"type": "string", "maxLength": 300, "format": "email"},
+    # the lowering negates these: a negated maxLength is a minimum a cap would undercut
+    {"if": {"type": "string", "maxLength": 300}, "then": {"minLength": 2}, "else": {"maxLength": 400}},
+    {"oneOf": [{"type": "string", "maxLength": 300}, {"type": "integer"}]},
+    {"not": {"type": "string", "minLength": 300}},
+])
+def test_caps_only_where_nothing_else_shapes_the_string(schema):
+    assert not _capped(schema)
+
+
+def test_a_maxlength_the_grammar_cannot_hold_compiles_when_capped():
+    schema = {"type": "object", "properties": {"description": {"type": "string", "maxLength": 32767}}}
+    text = json.dumps({"description": "é" * 40_000})
+    assert not accepts(schema, text) and not valid(schema, text)
+    text = json.dumps({"description": "é" * 32_767})
+    assert accepts(schema, text) and valid(schema, text)
+
+
+# tokens of several characters, escapes split across tokens, and multi-byte UTF-8 split too
+_PIECES = [b'{"d": "', b'"}', b'"', b"a", b"aa", b"aaaa", b"a" * 9, b"\xc3\xa9", b"\xc3", b"\xa9",
+           b"\xe2\x82\xac", b"\\", b"\\n", b"\\u", b"00", b"e9", b"\\u00e9", b"a\\", b'a"}', b"aaa\"}",
+           b"\xf0\x9f\x98\x80", b"n", b"u", b"}"]
+
+
+def test_masks_are_exact_on_multi_character_tokens():
+    vocab = Vocabulary.from_token_bytes(_PIECES + [None], eos_ids=[len(_PIECES)])
+    compiled = GrammarCompiler(vocab).compile_json_schema(OBJ)
+    assert isinstance(compiled.automaton, LengthCapAutomaton)
+    automaton = compiled.automaton
+    rng = random.Random(0)
+    for _ in range(40):
+        state, out = automaton.initial_state(), b""
+        while True:
+            row = _row(automaton, state, vocab)
+            allowed = [t for t in range(len(_PIECES)) if row[t]]
+            for t in range(len(_PIECES)):  # a bit is set exactly when the token can be taken
+                assert row[t] == (automaton.next_state(state, t) is not None), (out, _PIECES[t])
+            if automaton.is_accepting(state) and (not allowed or rng.random() < 0.3):
+                break
+            assert allowed, out  # never stranded
+            # mostly long string content, so that walks reach the cap
+            content = [t for t in allowed if _PIECES[t] not in (b'"', b'"}', b'a"}', b'aaa"}')]
+            tok = rng.choice(content if content and rng.random() < 0.97 else allowed)
+            state, out = automaton.next_state(state, tok), out + _PIECES[tok]
+        assert validator(OBJ).is_valid(json.loads(out))
+
+
+def _row(automaton, state, vocab):
+    words = np.zeros(vocab.words, dtype=np.int32)
+    automaton.fill_mask(state, words)
+    bits = np.unpackbits(words.view(np.uint8), bitorder="little")
+    return [bool(bits[t]) for t in range(vocab.size)]
