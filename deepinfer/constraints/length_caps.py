@@ -17,7 +17,7 @@ may close after any of its prefixes of at least its minLength (<= N) characters
 The tracker is a small JSON scanner over the emitted bytes: a stack of open containers
 with their policy contexts, the mode, and in a capped string its count and escape state.
 policy: `root() -> ctx`, `key(ctx, name) -> ctx`, `item(ctx) -> ctx`, `cap(ctx) -> int |
-None` (contexts hashable). Knows nothing about schemas.
+None` (contexts hashable), `smallest_cap` (no cap is below it). Knows nothing about schemas.
 """
 
 from __future__ import annotations
@@ -55,6 +55,10 @@ class LengthCapAutomaton:
         self.vocab = inner.vocab
         self.policy = policy
         self._longest = max((len(t) for t in self.vocab.token_bytes if t is not None), default=0)
+        # tokens with more bytes than the smallest cap could open a string and overrun it within
+        # the token (the room rows count only the string being written): tested one by one
+        self._overlong = np.array([i for i, t in enumerate(self.vocab.token_bytes)
+                                   if t is not None and len(t) > policy.smallest_cap], dtype=np.int64)
 
     # ---------------------------------------------------------- protocol
     def initial_state(self) -> Hashable:
@@ -89,13 +93,16 @@ class LengthCapAutomaton:
 
     def fill_mask(self, state, row: np.ndarray) -> None:
         self.inner.fill_mask(state[0], row)
-        _, mode, cap, count, escape, _ = state[1]
-        if mode != S or cap is None:
-            return  # a new string starts at 0 characters, and no token holds a whole cap (> 4,096)
-        room = cap - count
-        if room >= self._longest:
-            return  # no token has more characters than bytes
-        np.bitwise_and(row, _room_row(self.vocab, escape, room), out=row)
+        tracker = state[1]
+        _, mode, cap, count, escape, _ = tracker
+        if mode == S and cap is not None and cap - count < self._longest:  # tokens have no more
+            np.bitwise_and(row, _room_row(self.vocab, escape, cap - count), out=row)  # chars than bytes
+        if self._overlong.size:
+            ids = self._overlong
+            for tok in ids[(row.take(ids >> 5) >> (ids & 31)) & 1 != 0].tolist():
+                if self._scan(tracker, self.vocab.token_bytes[tok]) is None:
+                    keep = ~(1 << (tok & 31)) & 0xFFFFFFFF
+                    row[tok >> 5] &= np.int32(keep - (1 << 32) if keep >= 1 << 31 else keep)
 
     # ----------------------------------------------------------- tracker
     def _scan(self, tracker, data: bytes):

@@ -99,3 +99,18 @@ def _row(automaton, state, vocab):
     automaton.fill_mask(state, words)
     bits = np.unpackbits(words.view(np.uint8), bitorder="little")
     return [bool(bits[t]) for t in range(vocab.size)]
+
+
+def test_a_token_longer_than_a_cap_is_refused_where_it_would_overrun_a_new_string():
+    schema = {"type": "array", "items": {"type": "string", "maxLength": 130}}
+    pieces = [b'["' + b"a" * 135, b'["' + b"a" * 120, b"[", b'"', b'"' + b"a" * 140, b"a", b'"]', b"]", b","]
+    vocab = Vocabulary.from_token_bytes(pieces + [None], eos_ids=[len(pieces)])
+    automaton = GrammarCompiler(vocab).compile_json_schema(schema).automaton
+    state = automaton.initial_state()
+    for tok in (None, 2):  # at the start, then after "["
+        if tok is not None:
+            state = automaton.next_state(state, tok)
+        row = _row(automaton, state, vocab)
+        for t in range(len(pieces)):
+            assert row[t] == (automaton.next_state(state, t) is not None), pieces[t][:10]
+    assert not row[4] and _row(automaton, automaton.initial_state(), vocab)[1]

@@ -50,6 +50,12 @@ class CapPolicy(UniquePolicy):
     def __init__(self, root, capped: set) -> None:
         super().__init__(root)
         self.capped = capped  # (ptr, base) of the capped maxLength nodes
+        self.smallest_cap = MATCHER_MAX_LENGTH + 1
+
+    def key(self, ctx: frozenset, name) -> frozenset:
+        """Every patternProperties taken whatever the name: the contexts capped_nodes checked
+        (and no regex dialect question: which patterns a name matches is not asked)."""
+        return _key(self, ctx, name)
 
     def cap(self, ctx: frozenset) -> int | None:
         got = self._memo.get(("c", ctx))
