@@ -40,7 +40,7 @@ V, K, SK, C, A, S, N = range(7)
 # escape state inside a string: 0 plain, 1 after a backslash, 2..5 = 4..1 hex digits to read
 PLAIN, ESCAPE = 0, 1
 _ESCAPE_STATES = 6
-_CACHE_ROWS = 512  # packed "at most r more characters" rows kept per vocabulary
+_CACHE_ROWS = 1024  # packed "at most r more characters" rows kept per vocabulary (16 KB each)
 
 
 class _Refuse(Exception):
@@ -55,10 +55,12 @@ class LengthCapAutomaton:
         self.vocab = inner.vocab
         self.policy = policy
         self._longest = max((len(t) for t in self.vocab.token_bytes if t is not None), default=0)
-        # tokens with more bytes than the smallest cap could open a string and overrun it within
-        # the token (the room rows count only the string being written): tested one by one
+        # a token with more bytes after a quote than the smallest cap could open a string and
+        # overrun it within the token (the room rows count only the string being written): such
+        # tokens (none in common vocabularies) are tested one by one
         self._overlong = np.array([i for i, t in enumerate(self.vocab.token_bytes)
-                                   if t is not None and len(t) > policy.smallest_cap], dtype=np.int64)
+                                   if t is not None and b'"' in t
+                                   and len(t) - t.index(b'"') - 1 > policy.smallest_cap], dtype=np.int64)
 
     # ---------------------------------------------------------- protocol
     def initial_state(self) -> Hashable:
@@ -198,40 +200,48 @@ class LengthCapAutomaton:
 
 
 def _room_row(vocab, escape: int, room: int) -> np.ndarray:
-    """int32 [words]: tokens that add at most `room` characters to a string, read from
-    escape state `escape` (packed; cached per vocabulary)."""
+    """int32 [words]: every token but those that add more than `room` characters to a string,
+    read from escape state `escape` (packed; cached per vocabulary: few tokens have many
+    characters, so most rows are a sparse pack)."""
     rows = vocab.mask_cache.setdefault("length_caps", {})
     got = rows.get((escape, room))
     if got is None:
-        counts = _char_counts(vocab, escape)
+        order, counts = _by_count(vocab, escape)
+        too_long = order[: int(np.searchsorted(-counts, -room, side="left"))]  # counts > room
         if len(rows) >= _CACHE_ROWS:
             rows.clear()
-        got = rows[(escape, room)] = pack_mask(np.flatnonzero(counts <= room), vocab)
+        got = rows[(escape, room)] = ~pack_mask(too_long, vocab)
+        got.flags.writeable = False
     return got
 
 
-def _char_counts(vocab, escape: int) -> np.ndarray:
-    """int32 [V]: characters each token adds to a string before its closing quote."""
+def _by_count(vocab, escape: int) -> tuple[np.ndarray, np.ndarray]:
+    """(token ids, their character counts), most characters first (cached per vocabulary)."""
     key = ("length_caps_counts", escape)
     got = vocab.mask_cache.get(key)
     if got is None:
-        got = np.array([_count(t or b"", escape) for t in vocab.token_bytes], dtype=np.int32)
-        vocab.mask_cache[key] = got
+        counts = np.zeros(vocab.size, dtype=np.int32)
+        counts[vocab.sorted_ids] = char_counts(vocab.sorted_bytes_T, vocab.sorted_lengths, escape)
+        order = np.argsort(-counts, kind="stable")
+        got = vocab.mask_cache[key] = (order, counts[order])
     return got
 
 
-def _count(data: bytes, escape: int) -> int:
-    count = 0
-    for c in data:
-        if escape == PLAIN:
-            if c == 0x22:
-                break
-            if c == 0x5C:
-                count, escape = count + 1, ESCAPE
-            elif c & 0xC0 != 0x80:
-                count += 1
-        elif escape == ESCAPE:
-            escape = 2 if c == ord("u") else PLAIN
-        else:
-            escape = escape + 1 if escape < 5 else PLAIN
-    return count
+def char_counts(columns: np.ndarray, lengths: np.ndarray, escape: int) -> np.ndarray:
+    """int32 [n]: characters each of n tokens adds to a string before its closing quote, read
+    from escape state `escape`. columns: uint8 [width, n], byte j of every token (0-padded).
+    One vectorized step per byte position over the tokens that long (few are long)."""
+    n = lengths.shape[0]
+    counts = np.zeros(n, dtype=np.int32)
+    state = np.full(n, escape, dtype=np.int8)  # -1 once the string has closed
+    for j in range(columns.shape[0]):
+        live = np.flatnonzero((lengths > j) & (state >= 0))
+        if not live.size:
+            break
+        b, st = columns[j].take(live), state.take(live)
+        plain = st == PLAIN
+        counts[live] += (plain & (b != 0x22) & ((b & 0xC0) != 0x80)).astype(np.int32)
+        nxt = np.where(st == ESCAPE, np.where(b == ord("u"), 2, PLAIN), np.where(st >= 5, PLAIN, st + 1))
+        nxt = np.where(plain, np.where(b == 0x22, -1, np.where(b == 0x5C, ESCAPE, PLAIN)), nxt)
+        state[live] = nxt
+    return counts

@@ -57,6 +57,33 @@ def test_caps_only_where_nothing_else_shapes_the_string(schema):
     assert not _capped(schema)
 
 
+_Z = {"type": "string", "maxLength": 300}  # a capped string elsewhere: the wrapper is on
+
+
+@pytest.mark.parametrize("schema,prefix", [
+    # what encloses the string constrains it too (found by an adversarial review: each was
+    # capped at 200 and generation was stranded after 200 characters)
+    ({"type": "object", "properties": {"a": {"type": "string"}, "z": _Z}, "required": ["a"],
+      "not": {"properties": {"a": {"maxLength": 200}}}}, '{"a": "'),
+    ({"type": "object", "properties": {"a": {"type": "string"}, "z": _Z}, "required": ["a"],
+      "if": {"properties": {"a": {"maxLength": 200}}}, "then": False}, '{"a": "'),
+    ({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"],
+      "oneOf": [{"properties": {"a": {"maxLength": 200}}}, {"required": ["a"]}]}, '{"a": "'),
+    ({"anyOf": [{"type": "array", "items": {"type": "string", "maxLength": 200}},
+                {"const": [1, "x" * 300]}]}, '[1, "'),
+    ({"type": "object", "properties": {"z": _Z, "c": {"type": "array", "contains": {
+        "type": "string", "maxLength": 200}, "const": ["x" * 300, "y"]}}}, '{"c": ["'),
+])
+def test_no_cap_strands_a_string_its_enclosing_value_needs_longer(schema, prefix):
+    automaton = BYTE_COMPILER.compile_json_schema(schema).automaton
+    state = automaton.initial_state()
+    for b in (prefix + "x" * 200).encode():
+        state = automaton.next_state(state, b)
+    row = np.zeros(automaton.vocab.words, dtype=np.int32)
+    automaton.fill_mask(state, row)
+    assert row.any()
+
+
 def test_a_maxlength_the_grammar_cannot_hold_compiles_when_capped():
     schema = {"type": "object", "properties": {"description": {"type": "string", "maxLength": 32767}}}
     text = json.dumps({"description": "é" * 40_000})
@@ -114,3 +141,33 @@ def test_a_token_longer_than_a_cap_is_refused_where_it_would_overrun_a_new_strin
         for t in range(len(pieces)):
             assert row[t] == (automaton.next_state(state, t) is not None), pieces[t][:10]
     assert not row[4] and _row(automaton, automaton.initial_state(), vocab)[1]
+
+
+def _count_reference(data: bytes, escape: int) -> int:
+    count = 0
+    for c in data:
+        if escape == 0:
+            if c == 0x22:
+                break
+            count += c & 0xC0 != 0x80  # a backslash starts one character too
+            escape = 1 if c == 0x5C else 0
+        elif escape == 1:
+            escape = 2 if c == ord("u") else 0
+        else:
+            escape = escape + 1 if escape < 5 else 0
+    return count
+
+
+@pytest.mark.parametrize("escape", range(6))
+def test_vectorized_character_counts_match_a_byte_loop(escape):
+    from deepinfer.constraints.length_caps import char_counts
+
+    rng = random.Random(escape)
+    alphabet = b'ab"\\u0e9\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80'
+    tokens = [bytes(rng.choice(alphabet) for _ in range(rng.randint(1, 12))) for _ in range(3000)]
+    width = max(map(len, tokens))
+    columns = np.zeros((width, len(tokens)), dtype=np.uint8)
+    for i, t in enumerate(tokens):
+        columns[: len(t), i] = list(t)
+    lengths = np.array([len(t) for t in tokens], dtype=np.int32)
+    assert char_counts(columns, lengths, escape).tolist() == [_count_reference(t, escape) for t in tokens]

@@ -8,8 +8,9 @@ place, all branches taken), so a cap applies at least wherever its `maxLength` d
 sound. It must also never strand generation: a cap over-applied to a string that some
 other sub-schema at that place requires to be long, or to follow a pattern, could leave
 no way to close it. So a `maxLength` node is *capped* only when every context it can be
-in holds nothing that constrains strings beyond plain length (no pattern, format, `not`,
-`if`, `oneOf`, long minLength or long enum/const strings); every string the grammar can write there
+in, and every context enclosing those, holds nothing that constrains strings beyond plain
+length (no pattern, format, `not`, `if`, `oneOf`, long minLength or long enum/const strings:
+a `not` or a const of an enclosing value constrains the strings inside it too); every string the grammar can write there
 may close after any prefix, and the cap is never below a minimum. `capped_nodes` finds
 those nodes by walking every context reachable from the root (undeclared member names
 take every patternProperties and additionalProperties at once: a superset, so a
@@ -69,21 +70,24 @@ class CapPolicy(UniquePolicy):
 def capped_nodes(root) -> set:
     """(ptr, base) of every node whose long maxLength the matcher may enforce (see above)."""
     policy = UniquePolicy(root)
-    start = policy.root()
+    start = (policy.root(), False)
     seen, todo = {start}, [start]
     long_nodes: dict[tuple, bool] = {}  # node -> capped so far (False once in an impure context)
     while todo:
-        ctx = todo.pop()
+        ctx, tainted = todo.pop()
         nodes = [policy.nodes[i] for i in ctx]
-        longs = [n for n in nodes if _long_max_length(n.schema)]
-        pure = not any(_risky(n.schema) for n in nodes)
-        for n in longs:
-            key = (n.ptr, n.base)
-            long_nodes[key] = long_nodes.get(key, True) and pure
+        # impure here or above: a `not`/`if`/`oneOf` or a long const/enum of an enclosing value
+        # constrains the strings inside it too (`not: {properties: {a: {maxLength: 200}}}` makes
+        # `a` longer than 200; `const: [1, "x" * 300]` needs a 300-character item)
+        tainted = tainted or any(_risky(n.schema) for n in nodes)
+        for n in nodes:
+            if _long_max_length(n.schema):
+                key = (n.ptr, n.base)
+                long_nodes[key] = long_nodes.get(key, True) and not tainted
         for nxt in _children(policy, ctx, nodes):
-            if nxt not in seen:
-                seen.add(nxt)
-                todo.append(nxt)
+            if (nxt, tainted) not in seen:
+                seen.add((nxt, tainted))
+                todo.append((nxt, tainted))
     return {key for key, ok in long_nodes.items() if ok}
 
 
