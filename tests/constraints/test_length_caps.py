@@ -171,3 +171,11 @@ def test_vectorized_character_counts_match_a_byte_loop(escape):
         columns[: len(t), i] = list(t)
     lengths = np.array([len(t) for t in tokens], dtype=np.int32)
     assert char_counts(columns, lengths, escape).tolist() == [_count_reference(t, escape) for t in tokens]
+
+
+def test_too_many_contexts_means_no_caps_not_a_slow_compile():
+    from deepinfer.constraints.frontends.json_caps import MAX_CONTEXTS, capped_nodes
+
+    props = {f"p{i}": {"type": "string", "maxLength": 200} for i in range(MAX_CONTEXTS + 10)}
+    assert capped_nodes({"type": "object", "properties": props}) == set()
+    assert capped_nodes({"type": "object", "properties": dict(list(props.items())[:10])})

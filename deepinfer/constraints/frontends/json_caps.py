@@ -27,6 +27,7 @@ CAP_NOTE = "maxLength enforced by the matcher (characters counted) at"
 # keywords that shape a string's text, or whose lowering negates a sub-schema (`not`, `if`'s
 # else branch, oneOf's other branches): a negated maxLength is a minimum the cap would undercut
 _RISKY = ("pattern", "format", "not", "if", "oneOf")
+MAX_CONTEXTS = 5_000  # contexts walked before giving up on caps (MaskBench's most: a few hundred)
 _UNDECLARED = object()  # stands for every member name no `properties` declares
 
 
@@ -74,6 +75,8 @@ def capped_nodes(root) -> set:
     seen, todo = {start}, [start]
     long_nodes: dict[tuple, bool] = {}  # node -> capped so far (False once in an impure context)
     while todo:
+        if len(seen) > MAX_CONTEXTS:  # sets of sub-schemas can multiply: then no caps at all
+            return set()
         ctx, tainted = todo.pop()
         nodes = [policy.nodes[i] for i in ctx]
         # impure here or above: a `not`/`if`/`oneOf` or a long const/enum of an enclosing value
