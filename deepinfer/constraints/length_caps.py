@@ -54,13 +54,12 @@ class LengthCapAutomaton:
         self.inner = inner
         self.vocab = inner.vocab
         self.policy = policy
-        self._longest = max((len(t) for t in self.vocab.token_bytes if t is not None), default=0)
+        longest, after_quote = _vocab_lengths(self.vocab)
+        self._longest = longest
         # a token with more bytes after a quote than the smallest cap could open a string and
         # overrun it within the token (the room rows count only the string being written): such
         # tokens (none in common vocabularies) are tested one by one
-        self._overlong = np.array([i for i, t in enumerate(self.vocab.token_bytes)
-                                   if t is not None and b'"' in t
-                                   and len(t) - t.index(b'"') - 1 > policy.smallest_cap], dtype=np.int64)
+        self._overlong = np.flatnonzero(after_quote > policy.smallest_cap)
 
     # ---------------------------------------------------------- protocol
     def initial_state(self) -> Hashable:
@@ -197,6 +196,18 @@ class LengthCapAutomaton:
             return self.policy.root()
         kind, ctx, name = stack[-1]
         return self.policy.key(ctx, name) if kind == "o" else self.policy.item(ctx)
+
+
+def _vocab_lengths(vocab) -> tuple[int, np.ndarray]:
+    """(the longest token's bytes, int32 [V] bytes after each token's first quote or -1),
+    cached per vocabulary (a pass over every token: not once per compile)."""
+    got = vocab.mask_cache.get("length_caps_lengths")
+    if got is None:
+        after = np.array([len(t) - t.index(b'"') - 1 if t is not None and b'"' in t else -1
+                          for t in vocab.token_bytes], dtype=np.int32)
+        longest = max((len(t) for t in vocab.token_bytes if t is not None), default=0)
+        got = vocab.mask_cache["length_caps_lengths"] = (longest, after)
+    return got
 
 
 def _room_row(vocab, escape: int, room: int) -> np.ndarray:
