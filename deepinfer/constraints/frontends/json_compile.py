@@ -148,7 +148,8 @@ def _located(compiler, sources, exc: ConstraintError) -> ConstraintError:
         except ConstraintError as inner:
             if _too_big(inner):
                 where = f"{ptr.rstrip('/')}/{keywords.strip('`')}" if "," not in keywords else ptr
-                return ConstraintError(f"JSON Schema {where}: {keywords} give(s) this value an automaton "
+                verb = "makes" if "," not in keywords else "make"
+                return ConstraintError(f"JSON Schema {where}: {keywords} {verb} this value's automaton "
                                        f"too large to build ({inner})")
         except (KeyError, RecursionError):  # refers to other rules: not a scalar on its own
             continue
