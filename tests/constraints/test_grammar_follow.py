@@ -67,6 +67,13 @@ GRAMMARS = [
                                                                    {"type": "object"}]}}, split=True),
     lambda: lower_grammar('start: expr\nexpr: term ("+" term)*\nterm: "(" expr ")" | NUM | "-" term\n'
                           'NUM: /[0-9]+/\n%ignore " "', "lark", None, None),
+    # a chain of 60 nested optional items (maxItems) next to a recursive value, in the worklists'
+    # worst order for a sweep
+    lambda: lower_json_schema({"type": "object", "properties": {
+        "ids": {"type": "array", "items": {"type": "string", "pattern": "^[a-f0-9]{4}$"}, "maxItems": 60},
+        "more": {"$ref": "#"}, "tags": {"type": "array", "items": {"$ref": "#"}, "minItems": 2, "maxItems": 9}}},
+        split=True),
+    lambda: lower_grammar('start: a\na: "x" b? c\nb: "y" a? | c b\nc: d? "z"\nd: a? "w" | ', "lark", None, None),
 ]
 
 
