@@ -16,6 +16,7 @@ from deepinfer.constraints.cfg.automaton import CfgAutomaton
 from deepinfer.constraints.cfg.lexeme import Lexeme
 from deepinfer.constraints.cfg.lexemes import Bnf
 from deepinfer.constraints.dfa import Limits, determinize
+from deepinfer.constraints.errors import ConstraintError
 from deepinfer.constraints.nfa import build_nfa
 
 # objects with optional properties and open keys: "any other key" tries after `{` and `,`
@@ -128,3 +129,15 @@ def test_composed_digests_name_exactly_what_was_composed():
     assert len(digests) == 4
     other_rest = ir.Seq((ir.Literal('"a":'), ws, ir.Repeat(ir.CharClass(((97, 122),)), 1, 41), ir.Literal("!")))
     assert parts.composed_dfa(other_rest, Limits())[2] not in digests
+
+
+def test_a_rest_over_the_limits_fails_the_lexeme_at_once():
+    # `"k":` then a rest whose DFA needs more states than allowed: the whole lexeme would meet
+    # the same limit in its own subset construction (after as long again), so composing fails
+    # with the rest's error instead of falling back to determinizing the whole
+    rest = ir.seq(ir.CharClass.of([(97, 98)]), ir.repeat(ir.CharClass.of([(97, 98)]), 0, None),
+                  ir.CharClass.of([(97, 97)]), ir.repeat(ir.CharClass.of([(97, 98)]), 12, 12))
+    expr = ir.seq(ir.literal('"k":'), rest)
+    parts.clear()
+    with pytest.raises(ConstraintError, match="DFA states"):
+        parts.composed_dfa(expr, Limits(max_nfa_states=10_000, max_dfa_states=500))
