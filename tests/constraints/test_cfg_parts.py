@@ -141,3 +141,6 @@ def test_a_rest_over_the_limits_fails_the_lexeme_at_once():
     parts.clear()
     with pytest.raises(ConstraintError, match="DFA states"):
         parts.composed_dfa(expr, Limits(max_nfa_states=10_000, max_dfa_states=500))
+    with pytest.raises(ConstraintError, match="DFA states"):  # remembered: not built again
+        parts.composed_dfa(ir.seq(ir.literal('"other":'), *expr.items[1:]),
+                           Limits(max_nfa_states=10_000, max_dfa_states=500))

@@ -135,7 +135,10 @@ def _rest_dfa(rest, limits: Limits):
     with _lock:
         if key in _rests:
             _rests.move_to_end(key)
-            return _rests[key]
+            got = _rests[key]
+            if isinstance(got, ConstraintError):
+                raise ConstraintError(str(got))
+            return got
     got = not_in_rest_dfa(rest, limits)  # "any other key" K ...: from the names (not_in_dfa.py)
     if got is None:
         got = counted_dfa(rest, limits)  # a bounded string's body X{lo,hi} `"`: laid out (counted.py)
@@ -147,7 +150,10 @@ def _rest_dfa(rest, limits: Limits):
         except ConstraintError as exc:
             # Too large or too slow: the whole lexeme reads its head, then this rest, so its own
             # subset construction would meet the same limit, after as long again (two 6 s
-            # determinizations to 20,000 states for one MaskBench schema). Fail now.
+            # determinizations to 20,000 states for one MaskBench schema). Fail now, and
+            # remember it: every key composed with this rest fails the same way.
+            with _lock:
+                _rests[key] = exc
             raise ConstraintError(str(exc)) from None
     if got is not None:  # named once per rest, not per key composed with it
         got = (*got, b"rest#%d" % next(_rest_names))
@@ -157,7 +163,7 @@ def _rest_dfa(rest, limits: Limits):
             _kept[0] += 0 if got is None else len(got[0])
             while _kept[0] > MAX_KEPT_STATES and len(_rests) > 1:
                 _, old = _rests.popitem(last=False)
-                _kept[0] -= 0 if old is None else len(old[0])
+                _kept[0] -= 0 if old is None or isinstance(old, ConstraintError) else len(old[0])
     return got
 
 
