@@ -44,3 +44,15 @@ def test_string_keywords_against_jsonschema(schema):
         assert not accepted or valid, f"accepted invalid {text}"
         if not (isinstance(v, float) and v.is_integer()):  # 1.0 spellings aside
             assert accepted == valid, f"rejected valid {text}"
+
+
+@pytest.mark.parametrize("kind,test", [("s", str.isspace), ("d", str.isdecimal),
+                                       ("w", lambda c: c.isalnum() or c == "_")])
+def test_unicode_classes_are_python_s_exactly(kind, test):
+    from deepinfer.constraints.frontends.json_pattern import _unicode_set
+
+    ranges = _unicode_set(kind)
+    inside = set()
+    for lo, hi in ranges:
+        inside.update(range(lo, hi + 1))
+    assert inside == {cp for cp in range(sys.maxunicode + 1) if test(chr(cp))}

@@ -27,6 +27,8 @@ except ImportError:  # pragma: no cover
     import sre_constants as C  # type: ignore
     import sre_parse  # type: ignore
 
+import numpy as np
+
 from deepinfer.constraints import ir
 from deepinfer.constraints.ir import CharClass, Expr, alt, repeat, seq
 
@@ -43,16 +45,14 @@ class PatternError(ValueError):
 @functools.cache
 def _unicode_set(kind: str) -> tuple[tuple[int, int], ...]:
     """Python's exact code point set for \\d (isdecimal), \\w (isalnum or _), \\s (isspace)."""
-    test = {"d": str.isdecimal, "w": lambda c: c.isalnum() or c == "_", "s": str.isspace}[kind]
-    ranges, start = [], None
-    for cp in range(sys.maxunicode + 2):
-        inside = cp <= sys.maxunicode and test(chr(cp))
-        if inside and start is None:
-            start = cp
-        elif not inside and start is not None:
-            ranges.append((start, cp - 1))
-            start = None
-    return tuple(ranges)
+    # every code point as a one-character string, tested by numpy's string ufuncs (the same
+    # Unicode tables as str's methods; a Python loop over 1.1M characters took ~0.6 s, inside
+    # the first compile that met `\s`)
+    chars = np.arange(sys.maxunicode + 1, dtype=np.uint32).view("<U1")
+    inside = {"d": np.char.isdecimal, "s": np.char.isspace,
+              "w": lambda a: np.char.isalnum(a) | (a == "_")}[kind](chars)
+    edges = np.flatnonzero(np.diff(np.concatenate([[False], inside, [False]]).astype(np.int8)))
+    return tuple((int(lo), int(hi) - 1) for lo, hi in zip(edges[::2].tolist(), edges[1::2].tolist()))
 
 
 def _category(cat, negated_context: bool) -> tuple[tuple[int, int], ...]:
