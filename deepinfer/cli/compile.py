@@ -1,7 +1,7 @@
 """`deepinfer compile --schema|--regex|--grammar ...`: show what the compiler makes of a constraint.
 
 Prints the IR as EBNF, the automaton's state counts, the compile time, any
-annotations (keywords accepted but not enforced) and any unknown keywords
+annotations (keywords not enforced, sound approximations, checks left to the matcher) and any unknown keywords
 (typos, vendor extensions: no draft defines them, so nothing enforces them). A constraint that does not
 compile exits with status 2 and the compiler's message (JSON pointer or
 grammar line/column).
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         shown = f"{value * 1000:.1f} ms" if key.endswith("_s") else value
         out.write(f"{key + ':':13} {shown}\n")
     if info["annotations"]:
-        out.write("annotations (accepted, not enforced):\n")
+        out.write("annotations (keywords not enforced, sound approximations, checks left to the matcher):\n")
         for note in info["annotations"]:
             out.write(f"  - {note}\n")
     else:
