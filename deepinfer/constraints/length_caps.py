@@ -29,6 +29,7 @@ from typing import Hashable
 import numpy as np
 
 from .masks import pack_mask
+from .tracked import TrackedAutomaton
 
 _WS = frozenset(b" \t\n\r")
 _SCALAR = frozenset(b"0123456789+-.eEtruefalsn")
@@ -47,12 +48,11 @@ class _Refuse(Exception):
     pass
 
 
-class LengthCapAutomaton:
+class LengthCapAutomaton(TrackedAutomaton):
     """TokenAutomaton: `inner` plus at most cap(ctx) characters in the strings the policy caps."""
 
     def __init__(self, inner, policy) -> None:
-        self.inner = inner
-        self.vocab = inner.vocab
+        super().__init__(inner)
         self.policy = policy
         longest, after_quote = _vocab_lengths(self.vocab)
         self._longest = longest
@@ -66,32 +66,6 @@ class LengthCapAutomaton:
         # tracker: (stack, mode, cap of the string being written or None, count, escape, key bytes)
         return (self.inner.initial_state(), ((), V, None, 0, PLAIN, b""))
 
-    def is_accepting(self, state) -> bool:
-        return self.inner.is_accepting(state[0])
-
-    def next_state(self, state, token_id: int):
-        inner = self.inner.next_state(state[0], token_id)
-        if inner is None:
-            return None
-        tracker = self._scan(state[1], self.vocab.token_bytes[token_id] or b"")
-        return None if tracker is None else (inner, tracker)
-
-    def advance_bytes(self, state, data: bytes):
-        inner = self.inner.advance_bytes(state[0], data)
-        if inner is None:
-            return None
-        tracker = self._scan(state[1], data)
-        return None if tracker is None else (inner, tracker)
-
-    def forced_bytes(self, state) -> bytes:
-        data = self.inner.forced_bytes(state[0])
-        return data if data and self._scan(state[1], data) is not None else b""
-
-    def precompute_masks(self, budget_s: float = 0.05) -> None:
-        pre = getattr(self.inner, "precompute_masks", None)
-        if pre is not None:
-            pre(budget_s)
-
     def fill_mask(self, state, row: np.ndarray) -> None:
         self.inner.fill_mask(state[0], row)
         tracker = state[1]
@@ -99,11 +73,7 @@ class LengthCapAutomaton:
         if mode == S and cap is not None and cap - count < self._longest:  # tokens have no more
             np.bitwise_and(row, _room_row(self.vocab, escape, cap - count), out=row)  # chars than bytes
         if self._overlong.size:
-            ids = self._overlong
-            for tok in ids[(row.take(ids >> 5) >> (ids & 31)) & 1 != 0].tolist():
-                if self._scan(tracker, self.vocab.token_bytes[tok]) is None:
-                    keep = ~(1 << (tok & 31)) & 0xFFFFFFFF
-                    row[tok >> 5] &= np.int32(keep - (1 << 32) if keep >= 1 << 31 else keep)
+            self._clear_refused(tracker, row, self._allowed_among(row, self._overlong))
 
     # ----------------------------------------------------------- tracker
     def _scan(self, tracker, data: bytes):

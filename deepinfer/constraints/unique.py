@@ -28,6 +28,8 @@ from typing import Any, Hashable
 
 import numpy as np
 
+from .tracked import TrackedAutomaton
+
 _WS = frozenset(b" \t\n\r")
 _SCALAR = frozenset(b"0123456789+-.eEtruefalsn")
 _STRING_STOP = re.compile(rb'["\\]')  # what ends a run of a string's plain bytes
@@ -60,12 +62,11 @@ class _Reject(Exception):
     pass
 
 
-class UniqueItemsAutomaton:
+class UniqueItemsAutomaton(TrackedAutomaton):
     """TokenAutomaton: `inner` plus distinct items in the arrays the policy marks unique."""
 
     def __init__(self, inner, policy) -> None:
-        self.inner = inner
-        self.vocab = inner.vocab
+        super().__init__(inner)
         self.policy = policy
         tokens = self.vocab.token_bytes
         # a token is refused where it completes a duplicate or starts a taken literal: each set
@@ -91,27 +92,6 @@ class UniqueItemsAutomaton:
     def initial_state(self) -> Hashable:
         return (self.inner.initial_state(), ((), V, b"", 0))
 
-    def is_accepting(self, state) -> bool:
-        return self.inner.is_accepting(state[0])
-
-    def next_state(self, state, token_id: int):
-        inner = self.inner.next_state(state[0], token_id)
-        if inner is None:
-            return None
-        tracker = self._scan(state[1], self.vocab.token_bytes[token_id] or b"")
-        return None if tracker is None else (inner, tracker)
-
-    def advance_bytes(self, state, data: bytes):
-        inner = self.inner.advance_bytes(state[0], data)
-        if inner is None:
-            return None
-        tracker = self._scan(state[1], data)
-        return None if tracker is None else (inner, tracker)
-
-    def forced_bytes(self, state) -> bytes:
-        data = self.inner.forced_bytes(state[0])
-        return data if data and self._scan(state[1], data) is not None else b""
-
     def fill_mask(self, state, row: np.ndarray) -> None:
         self.inner.fill_mask(state[0], row)
         tracker = state[1]
@@ -121,18 +101,8 @@ class UniqueItemsAutomaton:
             bits = np.unpackbits(row.view(np.uint8), bitorder="little")[: self.vocab.size].astype(bool)
             suspects = np.flatnonzero(bits & self._has[self._candidates(tracker)])
         else:  # a few tokens: test their bits, not the whole row (this runs at every other step)
-            ids = self._opens_ids
-            suspects = ids[(row.take(ids >> 5) >> (ids & 31)) & 1 != 0]
-        tokens = self.vocab.token_bytes
-        for tok in suspects.tolist():
-            if self._scan(tracker, tokens[tok]) is None:
-                keep = ~(1 << (tok & 31)) & 0xFFFFFFFF
-                row[tok >> 5] &= np.int32(keep - (1 << 32) if keep >= 1 << 31 else keep)
-
-    def precompute_masks(self, budget_s: float = 0.05) -> None:
-        pre = getattr(self.inner, "precompute_masks", None)
-        if pre is not None:
-            pre(budget_s)
+            suspects = self._allowed_among(row, self._opens_ids)
+        self._clear_refused(tracker, row, suspects)
 
     def _candidates(self, tracker) -> str:
         """Which tokens can complete a duplicate item from here (a cheap superset)."""

@@ -33,23 +33,17 @@ def follow_first_bytes(bnf: Bnf, nullable: list[bool]) -> list[np.ndarray]:
         for sym in set(rhs):
             if sym >= 0:
                 readers[sym].append(p)
-    todo = list(range(len(productions)))
-    queued = [True] * len(productions)
-    while todo:
-        p = todo.pop()
-        queued[p] = False
+    work = _Worklist(len(productions))
+    for p in work:
         lhs, rhs = productions[p]
         found = _first_of(rhs, first, nullable)
         if found | first[lhs] != first[lhs]:
             first[lhs] |= found
-            _requeue(readers[lhs], todo, queued)
+            work.requeue(readers[lhs])
     follow_nt = [0] * num_nt
     follow_lex = [0] * len(bnf.lexemes)
-    todo = list(range(len(productions)))
-    queued = [True] * len(productions)
-    while todo:
-        p = todo.pop()
-        queued[p] = False
+    work = _Worklist(len(productions))
+    for p in work:
         lhs, rhs = productions[p]
         # Right to left: `trailer` is FIRST(rest), plus FOLLOW(lhs) while rest is all
         # nullable nonterminals (linear per production).
@@ -62,16 +56,29 @@ def follow_first_bytes(bnf: Bnf, nullable: list[bool]) -> list[np.ndarray]:
                 continue
             if trailer | follow_nt[sym] != follow_nt[sym]:
                 follow_nt[sym] |= trailer
-                _requeue(by_lhs[sym], todo, queued)  # what follows sym follows its productions' ends
+                work.requeue(by_lhs[sym])  # what follows sym follows its productions' ends
             trailer = first[sym] | trailer if nullable[sym] else first[sym]
     return _byte_rows(follow_lex, [lexeme.first_bytes for lexeme in bnf.lexemes])  # no DFA needed (lazy)
 
 
-def _requeue(productions: list[int], todo: list[int], queued: list[bool]) -> None:
-    for p in productions:
-        if not queued[p]:
-            queued[p] = True
-            todo.append(p)
+class _Worklist:
+    """Production indices to visit: all at first, then those requeued (each queued once)."""
+
+    def __init__(self, n: int) -> None:
+        self.todo = list(range(n))
+        self.queued = [True] * n
+
+    def __iter__(self):
+        while self.todo:
+            p = self.todo.pop()
+            self.queued[p] = False
+            yield p
+
+    def requeue(self, productions: list[int]) -> None:
+        for p in productions:
+            if not self.queued[p]:
+                self.queued[p] = True
+                self.todo.append(p)
 
 
 def _byte_rows(follow_lex: list[int], firsts: list[np.ndarray]) -> list[np.ndarray]:

@@ -37,8 +37,7 @@ def has_long_max_length(schema) -> bool:
     while stack:
         s = stack.pop()
         if isinstance(s, dict):
-            m = s.get("maxLength")
-            if isinstance(m, (int, float)) and not isinstance(m, bool) and m > MATCHER_MAX_LENGTH:
+            if _long_max_length(s):
                 return True
             stack.extend(s.values())
         elif isinstance(s, list):
@@ -57,7 +56,7 @@ class CapPolicy(UniquePolicy):
     def key(self, ctx: frozenset, name) -> frozenset:
         """Every patternProperties taken whatever the name: the contexts capped_nodes checked
         (and no regex dialect question: which patterns a name matches is not asked)."""
-        return _key(self, ctx, name)
+        return self.member(ctx, name, every_pattern=True)
 
     def cap(self, ctx: frozenset) -> int | None:
         got = self._memo.get(("c", ctx))
@@ -98,29 +97,9 @@ def _children(policy: UniquePolicy, ctx: frozenset, nodes) -> list:
     names = {name for n in nodes if isinstance(n.schema.get("properties"), dict) for name in n.schema["properties"]}
     out = [policy.item(ctx)]
     for name in names:
-        out.append(_key(policy, ctx, name))
-    out.append(_key(policy, ctx, _UNDECLARED))
+        out.append(policy.member(ctx, name, every_pattern=True))
+    out.append(policy.member(ctx, _UNDECLARED, every_pattern=True))
     return out
-
-
-def _key(policy: UniquePolicy, ctx: frozenset, name) -> frozenset:
-    """policy.key(ctx, name) with every patternProperties taken (a superset of any name's)."""
-    memo_key = ("all-k", ctx, name)
-    got = policy._memo.get(memo_key)
-    if got is None:
-        out = []
-        for i in ctx:
-            node = policy.nodes[i]
-            s = node.schema
-            props = s.get("properties")
-            if name is not _UNDECLARED and isinstance(props, dict) and name in props:
-                out.append(node.child("properties", name))
-            elif "additionalProperties" in s:
-                out.append(node.child("additionalProperties"))
-            if isinstance(s.get("patternProperties"), dict):
-                out.extend(node.child("patternProperties", p) for p in s["patternProperties"])
-        got = policy._memo[memo_key] = policy._closure(out)
-    return got
 
 
 def _long_max_length(s) -> bool:

@@ -71,7 +71,13 @@ class UniquePolicy:
         return any(self.nodes[i].schema.get("uniqueItems") is True for i in ctx)
 
     def key(self, ctx: frozenset, name) -> frozenset:
-        memo_key = ("k", ctx, name)
+        return self.member(ctx, name, every_pattern=False)
+
+    def member(self, ctx: frozenset, name, every_pattern: bool) -> frozenset:
+        """The context of member `name` (not a str: no declared name matches it): its
+        `properties` entry or `additionalProperties` in each node, and the patternProperties
+        it matches, or every one of them with `every_pattern` (a superset, no regex asked)."""
+        memo_key = ("k", ctx, name, every_pattern)
         got = self._memo.get(memo_key)
         if got is None:
             out = []
@@ -79,12 +85,12 @@ class UniquePolicy:
                 node = self.nodes[i]
                 s = node.schema
                 props = s.get("properties")
-                if isinstance(props, dict) and name in props:
+                if isinstance(name, str) and isinstance(props, dict) and name in props:
                     out.append(node.child("properties", name))
                 elif "additionalProperties" in s:
                     out.append(node.child("additionalProperties"))
                 for p in s.get("patternProperties", {}) if isinstance(s.get("patternProperties"), dict) else ():
-                    if isinstance(name, str) and _search(p, name):
+                    if every_pattern or (isinstance(name, str) and _search(p, name)):
                         out.append(node.child("patternProperties", p))
             got = self._memo[memo_key] = self._closure(out)
         return got
