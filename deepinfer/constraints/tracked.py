@@ -55,7 +55,10 @@ class TrackedAutomaton:
     def _clear_refused(self, tracker, row: np.ndarray, suspects: np.ndarray) -> None:
         """Clear the bits of the suspect token ids whose bytes the tracker refuses."""
         tokens = self.vocab.token_bytes
-        for tok in suspects.tolist():
-            if self._scan(tracker, tokens[tok]) is None:
-                keep = ~(1 << (tok & 31)) & 0xFFFFFFFF
-                row[tok >> 5] &= np.int32(keep - (1 << 32) if keep >= 1 << 31 else keep)
+        self._clear_ids(row, [tok for tok in suspects.tolist() if self._scan(tracker, tokens[tok]) is None])
+
+    @staticmethod
+    def _clear_ids(row: np.ndarray, ids) -> None:
+        for tok in ids:
+            keep = ~(1 << (tok & 31)) & 0xFFFFFFFF
+            row[tok >> 5] &= np.int32(keep - (1 << 32) if keep >= 1 << 31 else keep)

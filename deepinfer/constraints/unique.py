@@ -29,6 +29,7 @@ from typing import Any, Hashable
 import numpy as np
 
 from .tracked import TrackedAutomaton
+from .unique_forced import duplicate_candidates, forced_duplicate
 
 _WS = frozenset(b" \t\n\r")
 _SCALAR = frozenset(b"0123456789+-.eEtruefalsn")
@@ -103,6 +104,26 @@ class UniqueItemsAutomaton(TrackedAutomaton):
         else:  # a few tokens: test their bits, not the whole row (this runs at every other step)
             suspects = self._allowed_among(row, self._opens_ids)
         self._clear_refused(tracker, row, suspects)
+        self._clear_forced(state, row)
+
+    def next_state(self, state, token_id: int):
+        after = super().next_state(state, token_id)
+        return None if after is None or forced_duplicate(self.inner, *after) else after
+
+    def advance_bytes(self, state, data: bytes):
+        after = super().advance_bytes(state, data)
+        return None if after is None or forced_duplicate(self.inner, *after) else after
+
+    def _clear_forced(self, state, row: np.ndarray) -> None:
+        """Clear the tokens after which a string item can only close as a taken value
+        (unique_forced.py): refusing only its closing quote would leave a dead end."""
+        candidates = duplicate_candidates(self.vocab, state[1])
+        if not candidates:
+            return
+        allowed = self._allowed_among(row, np.array(candidates, dtype=np.int64))
+        refused = [tok for tok in allowed.tolist() if self.next_state(state, tok) is None]
+        if refused:
+            self._clear_ids(row, refused)
 
     def _candidates(self, tracker) -> str:
         """Which tokens can complete a duplicate item from here (a cheap superset)."""

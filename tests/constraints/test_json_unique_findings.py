@@ -18,7 +18,7 @@ import pytest
 from deepinfer.constraints import ConstraintError, GrammarCompiler, Vocabulary
 from deepinfer.constraints.frontends.json_schema import lower_json_schema
 
-MULTI = [b"[1,1,", b"false,f", b",f", b" true", b"null,n", b"],[", b'"a","a"', b"1]"]
+MULTI = [b"[1,1,", b"false,f", b",f", b" true", b"null,n", b"],[", b'"a","a"', b"1]", b"01", b"-01", b'1"']
 TOKENS = [bytes([i]) for i in range(256)] + MULTI + [None]  # bytes, multi-byte tokens, eos
 VOCAB = Vocabulary.from_token_bytes(TOKENS, eos_ids=[len(TOKENS) - 1])
 COMPILER = GrammarCompiler(VOCAB)
@@ -124,6 +124,21 @@ DEAD_ENDS = [
     ({"type": "array", "items": {"type": "object", "additionalProperties": False}, "uniqueItems": True}, "[{}"),
     ({"type": "array", "items": {"type": "array", "maxItems": 0}, "uniqueItems": True}, "[[]"),
     (BOOLS_NULL, "[null,true,false"),
+    # a string item whose last free byte forces an earlier item's value: refused at that byte
+    ({"type": "array", "items": {"type": "string", "format": "date"}, "uniqueItems": True},
+     '["2024-01-01","2024-01-0'),
+    ({"type": "array", "items": {"type": "string", "format": "date"}, "uniqueItems": True},
+     '["2024-01-01","2024-01'),  # the token `-01`
+    ({"type": "array", "items": {"type": "string", "format": "uuid"}, "uniqueItems": True},
+     '["123e4567-e89b-12d3-a456-426614174000","123e4567-e89b-12d3-a456-42661417400'),
+    ({"type": "array", "items": {"type": "string", "maxLength": 1}, "uniqueItems": True}, '["a","'),
+    ({"type": "array", "items": {"type": "string", "maxLength": 2}, "uniqueItems": True}, '["ab","a'),
+    ({"type": "array", "items": {"type": "string", "pattern": "^x[ab]$"}, "uniqueItems": True}, '["xa", "x'),
+    ({"type": "object", "properties": {"d": {"type": "array", "items": {"type": "string", "format": "date"},
+                                             "uniqueItems": True}}}, '{"d": ["2024-01-01", "2024-01-0'),
+    # a pattern with a few strings is a finite item set: no fourth item opens after three
+    ({"type": "array", "items": {"type": "string", "pattern": "^[a-c]$"}, "uniqueItems": True}, '["c","a","b"'),
+    ({"type": "array", "items": {"type": "string", "pattern": "^(GET|PUT)$"}, "uniqueItems": True}, '["PUT",'),
 ]
 
 
@@ -144,6 +159,7 @@ UNSATISFIABLE = [
      "uniqueItems": True},
     {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 9}, "minItems": 11, "uniqueItems": True},
     {"type": "array", "items": {"type": "string", "maxLength": 0}, "minItems": 2, "uniqueItems": True},
+    {"type": "array", "items": {"type": "string", "pattern": "^[a-c]$"}, "minItems": 4, "uniqueItems": True},
     {"type": "array", "items": {"anyOf": [{"const": 1}, {"type": "boolean"}]}, "minItems": 4, "uniqueItems": True},
     {"type": "object", "required": ["a"],
      "properties": {"a": {"type": "array", "items": {"type": "object", "maxProperties": 0}, "minItems": 2,
@@ -173,6 +189,8 @@ def test_more_items_than_values_capped_for_the_matcher():
     ({"type": "array", "uniqueItems": True}, ""),  # `[1,1,` opens the array and repeats an item
     ({"type": "object", "additionalProperties": {"type": "array", "uniqueItems": True}}, '{"k":'),
     ({"type": "array", "items": {"type": "array", "uniqueItems": True}}, "[[2],"),
+    ({"type": "array", "items": {"type": "string", "format": "date"}, "uniqueItems": True}, '["2024-01-01","2024-01-'),
+    ({"type": "array", "items": {"type": "string", "maxLength": 1}, "uniqueItems": True}, '["a","'),
 ])
 def test_mask_is_exactly_what_next_state_takes(schema, prefix):
     automaton = COMPILER.compile_json_schema(schema).automaton
@@ -181,3 +199,21 @@ def test_mask_is_exactly_what_next_state_takes(schema, prefix):
     for tok, data in enumerate(TOKENS):
         if data is not None:
             assert (tok in allowed) == (automaton.next_state(state, tok) is not None), (prefix, data)
+
+
+@pytest.mark.parametrize("pattern,strings", [
+    ("^[a-c]$", ["a", "a\n", "b", "b\n", "c", "c\n"]),  # `$` also matches before a final newline
+    ("^(GET|PUT)?$", ["", "\n", "GET", "GET\n", "PUT", "PUT\n"]),
+    ("^x{1,2}$", ["x", "x\n", "xx", "xx\n"]),
+    ("[a-c]", None),       # unanchored: any string around it
+    ("^[a-z]{3}$", None),  # finite but more than the cap
+    ("^a+$", None),
+])
+def test_finite_patterns_are_spelled_out(pattern, strings):
+    from deepinfer.constraints.frontends.json_pattern import parse_pattern
+    from deepinfer.constraints.frontends.json_words import spell_out
+
+    got = spell_out(parse_pattern(pattern, exact=True), 64)
+    assert got == strings
+    for s in got or []:
+        assert _valid({"pattern": pattern}, s)

@@ -33,9 +33,11 @@ from deepinfer.constraints.errors import ConstraintError
 from deepinfer.constraints.ir import Expr, alt, optional, repeat, seq
 
 from .json_merge import canon, synthetic, type_set
+from .json_pattern import PatternError, parse_pattern
 from .json_negation import bound_written_at
 from .json_refs import Node
 from .json_text import value_text
+from .json_words import spell_out
 
 if TYPE_CHECKING:  # pragma: no cover
     from .json_lowerer import Lowerer
@@ -256,6 +258,8 @@ def _typed_candidates(d: dict):
             out += [True, False]
         elif t == "string" and _num(d.get("maxLength")) == 0:
             out.append("")
+        elif t == "string" and (spelled := _pattern_strings(d)) is not None:
+            out += spelled
         elif t == "object" and (_num(d.get("maxProperties")) == 0 or _closed_empty(d)):
             out.append({})
         elif t == "array" and _num(d.get("maxItems")) == 0:
@@ -284,6 +288,23 @@ def _numbers(d: dict, integral: bool):
     if not firsts or not lasts or min(lasts) - max(firsts) + 1 > MAX_COUNTED_VALUES:
         return None  # (a bound the normalizer kept in another form leaves it unbounded: no list)
     return list(range(max(firsts), min(lasts) + 1))
+
+
+def _pattern_strings(d: dict):
+    """The strings a pattern of `d` allows when they are at most MAX_COUNTED_VALUES (`^(GET|PUT)$`),
+    else None. Any one pattern gives a superset of the strings the item's grammar can generate
+    (the caller keeps the valid ones). Read as the string lowering reads it (json_pattern's sound
+    subset: `$` ends the string, without Python's optional final newline), so the item set is
+    what generation can write: with the exact set, a fourth item of `^[a-c]$` opened after three
+    and waited for a "a\\n" the item grammar cannot write."""
+    for p in ([d["pattern"]] if isinstance(d.get("pattern"), str) else []) + list(d.get("_patterns", [])):
+        try:
+            got = spell_out(parse_pattern(p), MAX_COUNTED_VALUES)
+        except (PatternError, RecursionError):
+            continue
+        if got is not None:
+            return got
+    return None
 
 
 def _num(v):

@@ -126,3 +126,53 @@ def _first_step(e: Expr, leaf) -> Expr:
             raise PatternError(f"cannot analyse {e!r}")
     parts = [p for p in parts if p != ir.NOTHING]
     return alt(*parts) if parts else ir.NOTHING
+
+
+def spell_out(e: Expr, cap: int) -> list[str] | None:
+    """Every string of L(e) when it is finite and has at most `cap` of them, else None (an
+    unbounded repetition, a rule reference, or too many). Why: uniqueItems over items whose
+    pattern allows a handful of strings (`^[a-c]$`) becomes a finite item set (json_arrays)."""
+    got = _spell(e, cap)
+    return None if got is None else sorted(got)
+
+
+def _spell(e: Expr, cap: int) -> set[str] | None:
+    if isinstance(e, ir.Literal):
+        return {e.text}
+    if isinstance(e, CharClass):
+        if sum(hi - lo + 1 for lo, hi in e.ranges) > cap:
+            return None
+        return {chr(c) for lo, hi in e.ranges for c in range(lo, hi + 1)}
+    if isinstance(e, ir.Alt):
+        out: set[str] = set()
+        for item in e.items:
+            got = _spell(item, cap)
+            if got is None or len(out | got) > cap:
+                return None
+            out |= got
+        return out
+    if isinstance(e, ir.Seq):
+        out = {""}
+        for item in e.items:
+            got = _spell(item, cap)
+            if got is None or len(out) * len(got) > cap * cap:
+                return None
+            out = {a + b for a in out for b in got}
+            if len(out) > cap:
+                return None
+        return out
+    if isinstance(e, ir.Repeat) and e.max is not None:
+        one = _spell(e.item, cap)
+        if one is None:
+            return None
+        out, layer = ({""} if e.min == 0 else set()), {""}
+        for n in range(1, e.max + 1):
+            layer = {a + b for a in layer for b in one}
+            if len(layer) > cap:
+                return None
+            if n >= e.min:
+                out |= layer
+                if len(out) > cap:
+                    return None
+        return out
+    return None
