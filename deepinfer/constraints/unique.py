@@ -10,10 +10,11 @@ equality: 1 == 1.0, key order ignored) is refused, so masks drop exactly the
 tokens that would complete a duplicate. A `t`, `f` or `n` that starts an item
 already fixes its value (true, false, null), so one whose literal is taken is
 refused at that first byte: after it the only bytes left would lead to a dead
-end (no token, not even EOS). Items whose other completions are all taken
-(`"a` when "a" is taken and the item schema has no longer string) are still
-refused only at their last byte; json_arrays builds small finite item sets
-in the grammar instead. The inner automaton keeps deciding the syntax and
+end (no token, not even EOS). A token after which the item can only be
+completed as an earlier item (`"a` when "a" is taken and no longer string is
+allowed) is refused too (unique_forced.py, which reads each frame's texts of
+the items written so far, whitespace removed); json_arrays builds small
+finite item sets in the grammar instead. The inner automaton keeps deciding the syntax and
 every other keyword; the tracker assumes its text is JSON.
 
 policy: `root() -> ctx`, `key(ctx, name) -> ctx`, `item(ctx) -> ctx`,
@@ -29,7 +30,7 @@ from typing import Any, Hashable
 import numpy as np
 
 from .tracked import TrackedAutomaton
-from .unique_forced import duplicate_candidates, forced_duplicate
+from .unique_forced import candidates, dead_item, squeeze
 
 _WS = frozenset(b" \t\n\r")
 _SCALAR = frozenset(b"0123456789+-.eEtruefalsn")
@@ -108,19 +109,19 @@ class UniqueItemsAutomaton(TrackedAutomaton):
 
     def next_state(self, state, token_id: int):
         after = super().next_state(state, token_id)
-        return None if after is None or forced_duplicate(self.inner, *after) else after
+        return None if after is None or dead_item(self, after) else after
 
     def advance_bytes(self, state, data: bytes):
         after = super().advance_bytes(state, data)
-        return None if after is None or forced_duplicate(self.inner, *after) else after
+        return None if after is None or dead_item(self, after) else after
 
     def _clear_forced(self, state, row: np.ndarray) -> None:
-        """Clear the tokens after which a string item can only close as a taken value
-        (unique_forced.py): refusing only its closing quote would leave a dead end."""
-        candidates = duplicate_candidates(self.vocab, state[1])
-        if not candidates:
+        """Clear the tokens after which the item in progress can only be completed as an
+        earlier item (unique_forced.py): refusing only its last byte would leave a dead end."""
+        ids = candidates(self.vocab, state[1])
+        if not ids:
             return
-        allowed = self._allowed_among(row, np.array(candidates, dtype=np.int64))
+        allowed = self._allowed_among(row, np.array(ids, dtype=np.int64))
         refused = [tok for tok in allowed.tolist() if self.next_state(state, tok) is None]
         if refused:
             self._clear_ids(row, refused)
@@ -202,7 +203,7 @@ class UniqueItemsAutomaton(TrackedAutomaton):
                 return K, b"", 0
             if c == ord("["):
                 ctx = self._child(stack)
-                stack.append(("a", ctx, self.policy.unique(ctx), frozenset(), None))
+                stack.append(("a", ctx, self.policy.unique(ctx), frozenset(), None, frozenset()))
                 return V, b"", 0
             if c == 0x22:
                 return S, b"", 0
@@ -233,8 +234,7 @@ class UniqueItemsAutomaton(TrackedAutomaton):
     @staticmethod
     def _start_item(stack: list) -> None:
         if stack and stack[-1][0] == "a" and stack[-1][2]:
-            kind, ctx, unique, seen, _ = stack[-1]
-            stack[-1] = (kind, ctx, unique, seen, b"")
+            stack[-1] = stack[-1][:4] + (b"", stack[-1][5])
 
     @staticmethod
     def _taken(stack: list, literal: str) -> None:
@@ -248,14 +248,14 @@ class UniqueItemsAutomaton(TrackedAutomaton):
         """The value at the top of the stack is complete: check it against earlier items."""
         if not stack or stack[-1][0] != "a" or not stack[-1][2] or stack[-1][4] is None:
             return
-        kind, ctx, unique, seen, cur = stack[-1]
+        kind, ctx, unique, seen, cur, written = stack[-1]
         try:
             key = canonical(json.loads(cur))
         except ValueError:
             return  # not JSON the scanner understands: the inner automaton decides
         if key in seen:
             raise _Reject()
-        stack[-1] = (kind, ctx, unique, seen | {key}, None)
+        stack[-1] = (kind, ctx, unique, seen | {key}, None, written | {squeeze(cur)})
 
 
 _FROM_VALUE: dict = {}
@@ -306,7 +306,7 @@ def _append(stack: list, c: int | bytes) -> None:
     data = bytes([c]) if isinstance(c, int) else c
     for i, f in enumerate(stack):
         if f[0] == "a" and f[2] and f[4] is not None:
-            stack[i] = (f[0], f[1], f[2], f[3], f[4] + data)
+            stack[i] = (f[0], f[1], f[2], f[3], f[4] + data, f[5])
 
 
 Policy = Any

@@ -1,90 +1,112 @@
-"""Forced duplicates: string items of a unique array whose only completion is an earlier item.
+"""Dead ends of unique arrays: an item whose every completion is an earlier item's value.
 
-Why: unique.py refuses the byte that *completes* a duplicate (the closing quote). When the
-item's language leaves no choice before that quote (a `date` or `uuid` once its last digit
-is written, a string at its `maxLength`), refusing only the quote left a dead end: after
-`["2024-01-01", "2024-01-01` no token at all is allowed. Here the byte that makes the
-completion forced is refused instead: after a token the inner automaton's forced bytes
-(`forced_bytes`) are read up to the closing quote, and if that string is an earlier item the
-token is refused. Items whose remaining choices are all taken without being forced (two
-taken one-letter strings out of a two-letter set) are not detected.
+Why: unique.py refuses the byte that *completes* a duplicate (a string's closing quote, an
+object's `}`, the `,` after a number). When nothing else can come at that point (a `date` or
+`uuid` after its last digit, a string at its `maxLength`, `{"id": 1` with no other member
+allowed, `10` under `maximum: 10`), refusing only that byte left a dead end: no token at all,
+not even EOS. Here the token that leads into such a point is refused instead.
 
-Owns `forced_duplicate(inner, inner_state, tracker)` (the predicate both the mask and
-the step use) and `duplicate_candidates(vocab, tracker)` (the few token ids for which the
-mask must evaluate it: prefixes of a taken string's rest). Reads unique.py's tracker
-layout (stack frames ("a", ctx, unique, seen, raw item)); knows nothing about schemas.
+`dead_item(automaton, state)`: after a token, the item in progress (of the innermost unique
+array) is read as if closed now: its text so far, plus the bytes the inner automaton forces
+up to a string's closing quote, plus the brackets that close what the item opened. If that
+text, whitespace removed, is the written text of an earlier item, every non-whitespace byte
+that could come next is tried (in the inner automaton and the tracker): none left means the
+state is a dead end. Only earlier items written the same way (same member order, same number
+spelling) are detected; others still end in a dead end, never in an invalid output.
+
+`candidates(vocab, tracker)`: the tokens for which a mask evaluates it (whitespace-free
+prefixes of an earlier item's rest, and whitespace tokens), so that the mask and the step
+agree. Reads unique.py's tracker layout (frames ("a", ctx, unique, seen, item text, written
+texts); modes); knows nothing about schemas.
 """
 
 from __future__ import annotations
 
-import json
+_WS = b" \t\n\r"
+V, K, S, SK, C, A, N = range(7)  # unique.py's tracker modes
+_PROBE = [bytes([b]) for b in b',:]}"[{-0123456789.eE+tfn']  # what may follow outside a string
 
-S_MODE = 2  # unique.py's mode "in a value string"
+
+def squeeze(raw: bytes) -> bytes:
+    """The text without whitespace bytes (how earlier items' texts are compared)."""
+    return raw.translate(None, _WS)
 
 
-def _item(tracker):
-    """(raw content after the opening quote, taken canonical keys) of the string item in
-    progress at the top of a unique array, or None (no such item, or one with an escape:
-    the check stays on plain UTF-8 content, where bytes equal the decoded text)."""
-    stack, mode, _, esc = tracker
-    if mode != S_MODE or esc or not stack:
+def _open_item(stack) -> int | None:
+    """Index of the innermost unique array frame with an item in progress."""
+    for i in range(len(stack) - 1, -1, -1):
+        f = stack[i]
+        if f[0] == "a" and f[2] and f[4] is not None:
+            return i if f[5] else None
+    return None
+
+
+def _closers(stack, at: int, mode: int, item: bytes) -> bytes | None:
+    """The brackets that close the item (frames above `at`) now, or None where it cannot
+    close (after a `,` or `:`, inside a key)."""
+    last = squeeze(item)[-1:]
+    if mode in (C, SK) or (mode == K and last != b"{") or (mode == V and last != b"["):
         return None
-    top = stack[-1]
-    if top[0] != "a" or not top[2] or not top[3] or top[4] is None or top[4][:1] != b'"':
-        return None
-    content = top[4][1:]
-    if b"\\" in content:
-        return None
-    return content, top[3]
+    return b"".join(b"}" if f[0] == "o" else b"]" for f in reversed(stack[at + 1:]))
 
 
-def forced_duplicate(inner, inner_state, tracker) -> bool:
-    """True when the string item in progress can only close as a value an earlier item has."""
-    item = _item(tracker)
-    if item is None:
+def dead_item(wrapper, state) -> bool:
+    """True when the item in progress can only be completed as an earlier item's value."""
+    inner, (stack, mode, _, esc) = state[0], state[1]
+    at = _open_item(stack)
+    if at is None:
         return False
-    content, seen = item
-    forced = inner.forced_bytes(inner_state)
-    end = forced.find(b'"')
-    if end < 0 or b"\\" in forced[:end]:
+    item, written = stack[at][4], stack[at][5]
+    forced = b""
+    if mode == S:
+        if esc:
+            return False
+        forced = wrapper.inner.forced_bytes(inner)
+        end = forced.find(b'"')
+        if end < 0 or b"\\" in forced[:end]:
+            return False
+        forced = forced[:end + 1]
+    closers = _closers(stack, at, A if mode == S else mode, item + forced)
+    if closers is None or squeeze(item + forced) + closers not in written:
         return False
-    try:
-        value = (content + forced[:end]).decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return json.dumps(value, sort_keys=True) in seen  # unique.canonical of a string
+    if forced:
+        tracker = wrapper._scan(state[1], forced)
+        if tracker is None:
+            return True  # the forced closing quote completes the duplicate
+        inner = wrapper.inner.advance_bytes(inner, forced)
+        if inner is None:
+            return False
+        state = (inner, tracker)
+    return not any(wrapper.inner.advance_bytes(state[0], b) is not None
+                   and wrapper._scan(state[1], b) is not None for b in _PROBE)
 
 
-def duplicate_candidates(vocab, tracker) -> list[int]:
-    """Token ids that extend the item's content along a taken string (its plain UTF-8 rest):
-    the only tokens for which `forced_duplicate` can hold after them."""
-    item = _item(tracker)
-    if item is None:
+def candidates(vocab, tracker) -> list[int]:
+    """Token ids after which `dead_item` can hold: their whitespace-free bytes extend the
+    item's text along an earlier item's written text (or they are whitespace)."""
+    stack = tracker[0]
+    at = _open_item(stack)
+    if at is None:
         return []
-    content, seen = item
-    ids = _token_ids(vocab)
-    out: set[int] = set()
-    for key in seen:
-        if not key.startswith('"'):
-            continue
-        raw = json.loads(key).encode("utf-8")
-        if not raw.startswith(content) or len(raw) == len(content) or b"\\" in raw or b'"' in raw:
-            continue
-        rest = raw[len(content):]
+    done = squeeze(stack[at][4])
+    rests = [w[len(done):] for w in stack[at][5] if w.startswith(done) and len(w) > len(done)]
+    if not rests:
+        return []
+    by_text = _squeezed_ids(vocab)
+    out: set[int] = set(by_text.get(b"", ()))
+    for rest in rests:
         for k in range(1, len(rest) + 1):
-            tok = ids.get(rest[:k])
-            if tok is not None:
-                out.update(tok)
+            out.update(by_text.get(rest[:k], ()))
     return sorted(out)
 
 
-def _token_ids(vocab) -> dict[bytes, list[int]]:
-    """bytes -> the token ids with exactly those bytes (cached on the vocabulary)."""
-    got = vocab.mask_cache.get("unique_token_ids")
+def _squeezed_ids(vocab) -> dict[bytes, list[int]]:
+    """Whitespace-free token bytes -> token ids (cached on the vocabulary)."""
+    got = vocab.mask_cache.get("unique_squeezed_ids")
     if got is None:
         got = {}
         for i, data in enumerate(vocab.token_bytes):
             if data:
-                got.setdefault(data, []).append(i)
-        vocab.mask_cache["unique_token_ids"] = got
+                got.setdefault(squeeze(data), []).append(i)
+        vocab.mask_cache["unique_squeezed_ids"] = got
     return got

@@ -136,6 +136,26 @@ DEAD_ENDS = [
     ({"type": "array", "items": {"type": "string", "pattern": "^x[ab]$"}, "uniqueItems": True}, '["xa", "x'),
     ({"type": "object", "properties": {"d": {"type": "array", "items": {"type": "string", "format": "date"},
                                              "uniqueItems": True}}}, '{"d": ["2024-01-01", "2024-01-0'),
+    # an object or number item that only a duplicate can finish: refused where that became so
+    ({"type": "array", "items": {"type": "object", "properties": {"id": {"type": "integer"}},
+                                 "required": ["id"], "additionalProperties": False}, "uniqueItems": True},
+     '[{"id": 1}, {"id": '),
+    ({"type": "array", "items": {"type": "object", "properties": {"d": {"type": "string", "format": "date"}},
+                                 "required": ["d"], "additionalProperties": False}, "uniqueItems": True},
+     '[{"d": "2024-01-01"}, {"d": "2024-01-0'),
+    ({"type": "array", "items": {"type": "object", "properties": {"n": {"type": "string"}},
+                                 "required": ["n"], "additionalProperties": False}, "uniqueItems": True},
+     '[{"n": "x"}, {"n": "x'),
+    ({"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 10}, "uniqueItems": True}, "[10, 1"),
+    ({"type": "array", "items": {"type": "array", "items": {"type": "integer", "maximum": 5}, "maxItems": 1},
+      "uniqueItems": True}, "[[5], ["),
+    # closed objects of finitely many members' values are a finite item set: no fifth item opens
+    ({"type": "array", "items": {"type": "object", "properties": {"id": {"type": "integer", "minimum": 0, "maximum": 3}},
+                                 "required": ["id"], "additionalProperties": False}, "uniqueItems": True},
+     '[{"id": 1}, {"id": 2}, {"id": 3}, {"id": 0}'),
+    ({"type": "array", "items": {"type": "object", "properties": {"a": {"type": "boolean"}, "b": {"enum": [1, 2, 3]}},
+                                 "required": ["b"], "additionalProperties": False}, "uniqueItems": True},
+     '[{"a": true, "b": 1}, {"b": 1}, {"a": false, "b": 1}, {"a": true, "b": 2}, {"b": 2}, {"a": false, "b": 2}, {"b": 3}'),
     # a pattern with a few strings is a finite item set: no fourth item opens after three
     ({"type": "array", "items": {"type": "string", "pattern": "^[a-c]$"}, "uniqueItems": True}, '["c","a","b"'),
     ({"type": "array", "items": {"type": "string", "pattern": "^(GET|PUT)$"}, "uniqueItems": True}, '["PUT",'),
@@ -160,6 +180,8 @@ UNSATISFIABLE = [
     {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 9}, "minItems": 11, "uniqueItems": True},
     {"type": "array", "items": {"type": "string", "maxLength": 0}, "minItems": 2, "uniqueItems": True},
     {"type": "array", "items": {"type": "string", "pattern": "^[a-c]$"}, "minItems": 4, "uniqueItems": True},
+    {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "integer", "minimum": 0, "maximum": 3}},
+                                "required": ["id"], "additionalProperties": False}, "minItems": 5, "uniqueItems": True},
     {"type": "array", "items": {"anyOf": [{"const": 1}, {"type": "boolean"}]}, "minItems": 4, "uniqueItems": True},
     {"type": "object", "required": ["a"],
      "properties": {"a": {"type": "array", "items": {"type": "object", "maxProperties": 0}, "minItems": 2,
@@ -191,6 +213,10 @@ def test_more_items_than_values_capped_for_the_matcher():
     ({"type": "array", "items": {"type": "array", "uniqueItems": True}}, "[[2],"),
     ({"type": "array", "items": {"type": "string", "format": "date"}, "uniqueItems": True}, '["2024-01-01","2024-01-'),
     ({"type": "array", "items": {"type": "string", "maxLength": 1}, "uniqueItems": True}, '["a","'),
+    ({"type": "array", "items": {"type": "object", "properties": {"n": {"type": "string"}},
+                                 "required": ["n"], "additionalProperties": False}, "uniqueItems": True},
+     '[{"n": "x"}, {"n": "x'),
+    ({"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 10}, "uniqueItems": True}, "[10, "),
 ])
 def test_mask_is_exactly_what_next_state_takes(schema, prefix):
     automaton = COMPILER.compile_json_schema(schema).automaton

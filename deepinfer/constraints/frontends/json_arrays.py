@@ -226,7 +226,7 @@ def _candidates(lw: "Lowerer", node: Node, depth: int):
         return None
     if "enum" in d:
         return list(d["enum"])
-    own = _typed_candidates(d)
+    own = _typed_candidates(lw, d, depth)
     if own is not None:
         return own
     if "anyOf" in d:  # every valid value is valid against one branch
@@ -248,7 +248,7 @@ def _union(lw: "Lowerer", branches, depth: int):
     return out
 
 
-def _typed_candidates(d: dict):
+def _typed_candidates(lw: "Lowerer", d: dict, depth: int):
     """Candidates from `type` and the bounds next to it; None if some allowed type has many."""
     out: list = []
     for t in type_set(d):
@@ -262,6 +262,8 @@ def _typed_candidates(d: dict):
             out += spelled
         elif t == "object" and (_num(d.get("maxProperties")) == 0 or _closed_empty(d)):
             out.append({})
+        elif t == "object" and (members := _closed_objects(lw, d, depth)) is not None:
+            out += members
         elif t == "array" and _num(d.get("maxItems")) == 0:
             out.append([])
         elif t in ("integer", "number"):
@@ -312,6 +314,29 @@ def _num(v):
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
         return None
     return v
+
+
+def _closed_objects(lw: "Lowerer", d: dict, depth: int):
+    """Objects of only declared members, each absent (when optional) or one of its member's
+    candidates, in declaration order (`{"id": {"enum": [1, 2]}}` with additionalProperties
+    false): None when some member has many values or the product passes MAX_COUNTED_VALUES."""
+    props = d.get("properties")
+    extra = d.get("additionalProperties")
+    if (not isinstance(props, dict) or d.get("patternProperties")
+            or not (isinstance(extra, Node) and extra.schema is False)):
+        return None
+    required = set(d.get("required", ()))
+    out: list = [{}]
+    for name, sub in props.items():
+        values = _candidates(lw, sub, depth + 1)
+        if values is None:
+            return None
+        grown = [] if name in required else list(out)
+        grown += [{**o, name: v} for o in out for v in values]
+        if len(grown) > MAX_COUNTED_VALUES:
+            return None
+        out = grown
+    return out
 
 
 def _closed_empty(d: dict) -> bool:
