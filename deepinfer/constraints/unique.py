@@ -30,7 +30,7 @@ from typing import Any, Hashable
 import numpy as np
 
 from .tracked import TrackedAutomaton
-from .unique_forced import candidates, dead_item, squeeze
+from .unique_forced import dead, squeeze, suspects, token_texts
 
 _WS = frozenset(b" \t\n\r")
 _SCALAR = frozenset(b"0123456789+-.eEtruefalsn")
@@ -70,6 +70,8 @@ class UniqueItemsAutomaton(TrackedAutomaton):
     def __init__(self, inner, policy) -> None:
         super().__init__(inner)
         self.policy = policy
+        self._suspect_sets: dict = {}  # unique_forced.suspects, per tracker position
+        token_texts(self.vocab)  # built once per vocabulary, at compile time (~0.2 s for 129K tokens)
         tokens = self.vocab.token_bytes
         # a token is refused where it completes a duplicate or starts a taken literal: each set
         # below holds every token that can do so from some tracker state (_candidates)
@@ -109,18 +111,25 @@ class UniqueItemsAutomaton(TrackedAutomaton):
 
     def next_state(self, state, token_id: int):
         after = super().next_state(state, token_id)
-        return None if after is None or dead_item(self, after) else after
+        data = self.vocab.token_bytes[token_id] or b""
+        return None if after is None or self._into_dead_end(state, data, after) else after
 
     def advance_bytes(self, state, data: bytes):
         after = super().advance_bytes(state, data)
-        return None if after is None or dead_item(self, after) else after
+        return None if after is None or self._into_dead_end(state, data, after) else after
+
+    def _into_dead_end(self, state, data: bytes, after) -> bool:
+        """A suspect step (unique_forced.py) after which no new item value can be completed."""
+        texts = suspects(self._suspect_sets, state[1])
+        return bool(texts) and squeeze(data) in texts and dead(self, after)
 
     def _clear_forced(self, state, row: np.ndarray) -> None:
-        """Clear the tokens after which the item in progress can only be completed as an
-        earlier item (unique_forced.py): refusing only its last byte would leave a dead end."""
-        ids = candidates(self.vocab, state[1])
-        if not ids:
+        """Clear the suspect tokens that lead into a dead end (the same test as the step's)."""
+        texts = suspects(self._suspect_sets, state[1])
+        if not texts:
             return
+        by_text = token_texts(self.vocab)
+        ids = sorted({tok for text in texts for tok in by_text.get(text, ())})
         allowed = self._allowed_among(row, np.array(ids, dtype=np.int64))
         refused = [tok for tok in allowed.tolist() if self.next_state(state, tok) is None]
         if refused:

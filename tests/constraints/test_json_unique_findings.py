@@ -149,6 +149,13 @@ DEAD_ENDS = [
     ({"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 10}, "uniqueItems": True}, "[10, 1"),
     ({"type": "array", "items": {"type": "array", "items": {"type": "integer", "maximum": 5}, "maxItems": 1},
       "uniqueItems": True}, "[[5], ["),
+    ({"type": "array", "items": {"type": "string", "pattern": "^[ab]{1,2}$"}, "uniqueItems": True},
+     '["a","ab","aa",'),  # "a" would lead to "a", "aa" or "ab": all taken, two bytes deep
+    ({"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 5}, "uniqueItems": True}, "[1,"),
+    ({"type": "array", "items": {"type": "array", "items": False}, "uniqueItems": True}, "[[]"),
+    ({"type": "array", "items": {"type": "array", "items": {"type": "object", "required": ["a"],
+                                                            "additionalProperties": False}},
+      "uniqueItems": True}, "[[]"),
     # closed objects of finitely many members' values are a finite item set: no fifth item opens
     ({"type": "array", "items": {"type": "object", "properties": {"id": {"type": "integer", "minimum": 0, "maximum": 3}},
                                  "required": ["id"], "additionalProperties": False}, "uniqueItems": True},
@@ -217,6 +224,14 @@ def test_more_items_than_values_capped_for_the_matcher():
                                  "required": ["n"], "additionalProperties": False}, "uniqueItems": True},
      '[{"n": "x"}, {"n": "x'),
     ({"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 10}, "uniqueItems": True}, "[10, "),
+    # the token that starts an item (after `[1,`) can already lead into a dead end
+    ({"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 5}, "uniqueItems": True}, "[1,"),
+    ({"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 5}, "uniqueItems": True}, "[1"),
+    ({"type": "array", "items": {"type": "array", "items": {"type": "object", "required": ["a"],
+                                                            "additionalProperties": False}},
+      "uniqueItems": True}, "[[]"),  # only [] is an item, which the grammar does not know: no `,`
+    ({"type": "array", "items": {"type": "integer"}, "uniqueItems": True}, "[0,"),
+    ({"type": "array", "items": {"type": "string", "pattern": "^[ab]{1,2}$"}, "uniqueItems": True}, '["a","ab","aa",'),
 ])
 def test_mask_is_exactly_what_next_state_takes(schema, prefix):
     automaton = COMPILER.compile_json_schema(schema).automaton

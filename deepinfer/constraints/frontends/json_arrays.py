@@ -264,7 +264,7 @@ def _typed_candidates(lw: "Lowerer", d: dict, depth: int):
             out.append({})
         elif t == "object" and (members := _closed_objects(lw, d, depth)) is not None:
             out += members
-        elif t == "array" and _num(d.get("maxItems")) == 0:
+        elif t == "array" and (_num(d.get("maxItems")) == 0 or _no_items(d)):
             out.append([])
         elif t in ("integer", "number"):
             got = _numbers(d, integral=t == "integer" and "number" not in type_set(d))
@@ -337,6 +337,12 @@ def _closed_objects(lw: "Lowerer", d: dict, depth: int):
             return None
         out = grown
     return out
+
+
+def _no_items(d: dict) -> bool:
+    """`items: false` (draft 2020-12 form) and no `prefixItems`: only the empty array."""
+    items = d.get("items")
+    return not d.get("prefixItems") and isinstance(items, Node) and items.schema is False
 
 
 def _closed_empty(d: dict) -> bool:
