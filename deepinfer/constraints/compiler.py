@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import sys
 import threading
 import time
 from collections import OrderedDict
@@ -178,9 +179,17 @@ def _schema_key(schema) -> str:
     if isinstance(schema, str):
         return schema
     if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
+        from deepinfer.constraints.frontends.json_schema import pydantic_schema
+
         return f"pydantic:{schema.__module__}.{schema.__qualname__}:" + json.dumps(
-            schema.model_json_schema(), sort_keys=True)
+            pydantic_schema(schema), sort_keys=True)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 20_000))  # as deep as the front end lowers
     try:
         return json.dumps(schema, sort_keys=True)
+    except RecursionError:
+        raise ConstraintError("JSON Schema nests too deeply to compile") from None
     except (TypeError, ValueError) as exc:
         raise ConstraintError(f"JSON Schema must be a dict, JSON text or Pydantic model: {exc}") from exc
+    finally:
+        sys.setrecursionlimit(limit)

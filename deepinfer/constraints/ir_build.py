@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from .ir_nodes import EMPTY, NOTHING, Alt, Expr, Literal, Repeat, Seq
 
+MAX_FLATTEN = 64  # longer sequences nest: a chain built one item at a time (5,000 optional
+# properties) was re-flattened at each step, quadratic (77 s before the lowering budget said no)
+
+
 def seq(*items: Expr) -> Expr:
     # class checks, not `== NOTHING`: a Python-level __eq__ per item was most of this call
     if len(items) == 2:  # the common case (tries, chains): same result as the general path
@@ -28,7 +32,7 @@ def seq(*items: Expr) -> Expr:
     flat: list[Expr] = []
     for item in items:
         cls = item.__class__
-        if cls is Seq:
+        if cls is Seq and len(item.items) <= MAX_FLATTEN:
             flat.extend(item.items)
         elif cls is Alt and not item.items:
             return NOTHING

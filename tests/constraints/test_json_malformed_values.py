@@ -6,6 +6,8 @@ jsonschema does not ignore a value of the wrong type: it applies it as Python re
 draft-04 is the number 1). Dropping such a value let invalid instances through, and some crashed
 the lowering with TypeError / OverflowError; each must raise ConstraintError naming its pointer."""
 
+import re
+
 import pytest
 
 from deepinfer.constraints import ConstraintError
@@ -21,8 +23,8 @@ MALFORMED = [  # (schema, the pointer the error must name, a fragment of the mes
     ({"type": "number", "minimum": True}, "/minimum", "expected a number, got true"),
     ({"type": "integer", "maximum": False}, "/maximum", "got false"),
     ({"type": "number", "maximum": "3"}, "/maximum", 'got "3"'),
-    ({"type": "number", "minimum": INF}, "/minimum", "got Infinity"),
-    ({"type": "number", "minimum": float("nan")}, "/minimum", "got NaN"),
+    ({"type": "number", "minimum": INF}, "/minimum", "Infinity is not a JSON number"),
+    ({"type": "number", "minimum": float("nan")}, "/minimum", "NaN is not a JSON number"),
     ({"type": "number", "exclusiveMinimum": True}, "/exclusiveMinimum", "a number"),       # 2020-12
     ({"exclusiveMaximum": False}, "/exclusiveMaximum", "a number"),
     ({"$schema": D7, "type": "number", "minimum": 0, "exclusiveMinimum": True}, "/exclusiveMinimum", "number"),
@@ -33,12 +35,12 @@ MALFORMED = [  # (schema, the pointer the error must name, a fragment of the mes
     ({"type": "array", "uniqueItems": "yes"}, "/uniqueItems", "a boolean"),
     ({"type": "string", "pattern": 5}, "/pattern", "expected a string, got 5"),
     ({"type": "string", "format": 5}, "/format", "a string"),
-    ({"type": "string", "maxLength": INF}, "/maxLength", "non-negative integer, got Infinity"),
+    ({"type": "string", "maxLength": INF}, "/maxLength", "Infinity is not a JSON number"),
     ({"type": "string", "maxLength": True}, "/maxLength", "non-negative integer"),
     ({"type": "string", "maxLength": 2.5}, "/maxLength", "non-negative integer"),
     ({"type": "string", "minLength": -1}, "/minLength", "non-negative integer"),
     ({"type": "array", "minItems": "2"}, "/minItems", "non-negative integer"),
-    ({"type": "array", "maxItems": INF}, "/maxItems", "non-negative integer"),
+    ({"type": "array", "maxItems": INF}, "/maxItems", "Infinity is not a JSON number"),
     ({"type": "object", "minProperties": 1.5}, "/minProperties", "non-negative integer"),
     ({"type": "array", "contains": {}, "maxContains": True}, "/maxContains", "non-negative integer"),
     ({"type": "object", "required": True}, "/required", "an array of strings"),
@@ -120,3 +122,44 @@ def test_lone_surrogates_in_values_and_names(schema, text):
 def test_a_value_no_json_text_has_is_unsatisfiable(schema):
     with pytest.raises(ConstraintError, match="unsatisfiable|empty language"):
         _COMPILER.compile_json_schema(schema)
+
+
+@pytest.mark.parametrize("schema,message", [
+    ('{"const": NaN}', "/const: NaN is not a JSON number"),  # json.loads reads it; JSON has no NaN
+    ('{"enum": [1, Infinity]}', "/enum/1: Infinity is not a JSON number"),
+    ('{"enum": [1e400]}', "/enum/0: Infinity is not a JSON number"),
+    ({"properties": {1: {"type": "integer"}}}, "/properties: member name 1 is not a string"),
+    ({"type": "array", "items": {"const": {1, 2}}}, "Object of type set is not JSON serializable"),
+])
+def test_input_that_is_not_json_is_refused_where_it_is(schema, message):
+    with pytest.raises(ConstraintError, match=re.escape(message)):
+        _COMPILER.compile_json_schema(schema)
+
+
+@pytest.mark.parametrize("options,message", [
+    ({"whitespace": "pretty"}, "whitespace must be one of"),
+    ({"strict": None}, "strict must be True, False or a list of keyword names"),
+    ({"strict": "pattern"}, "strict must be True, False or a list of keyword names"),  # not a substring test
+])
+def test_bad_options_are_constraint_errors(options, message):
+    with pytest.raises(ConstraintError, match=message):
+        _COMPILER.compile_json_schema({"type": "string", "pattern": "(?=a)"}, **options)
+
+
+def test_python_dicts_nested_deeper_than_the_recursion_limit_compile_like_their_json_text():
+    schema = {"type": "integer"}
+    for _ in range(1200):
+        schema = {"type": "array", "items": schema}
+    _COMPILER.compile_json_schema(schema)  # was a RecursionError from json.dumps
+
+
+def test_a_pydantic_model_without_json_schema_is_a_constraint_error():
+    from typing import Callable
+
+    from pydantic import BaseModel
+
+    class Hook(BaseModel):
+        run: Callable[[int], int]
+
+    with pytest.raises(ConstraintError, match="Pydantic model Hook has no JSON Schema"):
+        _COMPILER.compile_json_schema(Hook)

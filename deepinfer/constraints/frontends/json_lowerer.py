@@ -40,7 +40,7 @@ _UNSUPPORTED = {"$dynamicRef", "$recursiveRef", "unevaluatedProperties", "uneval
 class Lowerer:
     def __init__(self, root, ws: Whitespace, strict, any_depth: int | None):
         self.ws = ws
-        self.strict = strict
+        self.strict = _strictness(strict)
         self.any_depth = any_depth
         self.draft = draft_of(root)
         self.refs = Refs(root, self.draft.ref_alone)
@@ -204,7 +204,8 @@ class Lowerer:
 
     def lower_enum(self, d: dict, node: Node) -> Expr:
         self.check_time(node.ptr)
-        values = [v for v in d["enum"] if all(self.valid(v, src) for src in d["_sources"]) and markers_allow(d, v)]
+        values = [v for v in d["enum"] if all(self.valid(v, src, listed=True) for src in d["_sources"])
+                  and markers_allow(d, v)]
         unique = {canon(v): v for v in values}
         return alt(*(value_text(v, self.ws, not self.draft.boolean_exclusive) for v in unique.values())) if unique else ir.NOTHING
 
@@ -275,9 +276,9 @@ class Lowerer:
     def additional_depth(self) -> int | None:
         return None if self.any_depth is None else max(self.any_depth - 1, 0)
 
-    def valid(self, value, node: Node) -> bool:
+    def valid(self, value, node: Node, listed: bool = False) -> bool:
         """`jsonschema`'s verdict for `value` against a (possibly synthetic) Node (json_verdict)."""
-        return self.verdict.valid(value, node)
+        return self.verdict.valid(value, node, listed)
 
     def _credit(self, seconds: float) -> None:
         """Time spent outside lowering proper (importing jsonschema) is not charged to it."""
@@ -296,3 +297,12 @@ def _node_key(node: Node):
         members = s.get("allOf") or [s["not"]]
         return ("allOf" if "allOf" in s else "not",) + tuple(_node_key(m) for m in members)
     return ("raw", id(s), node.base)
+
+
+def _strictness(strict):
+    """True, False, or a frozenset of keyword names (checked: a string is not a list of names)."""
+    if isinstance(strict, bool):
+        return strict
+    if isinstance(strict, (list, tuple, set, frozenset)) and all(isinstance(k, str) for k in strict):
+        return frozenset(strict)
+    raise ConstraintError(f"strict must be True, False or a list of keyword names, not {strict!r}")

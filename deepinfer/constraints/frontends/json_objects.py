@@ -122,6 +122,7 @@ class _ObjectLowering:
         got = self._states.get(key)
         if got is None:
             got = self._states[key] = self._memo(i, first, count, bits)
+            self.lw.check_time(self.ptr)  # also on the way back: there the sequences are built
         return got
 
     def _memo(self, i: int, first: bool, count: int, bits: frozenset) -> Expr:

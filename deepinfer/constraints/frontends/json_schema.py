@@ -79,17 +79,58 @@ def unsplit(grammar: ir.Grammar) -> ir.Grammar:
 
 
 def load_schema(schema) -> Any:
+    """The schema document as JSON values (dict or bool), checked to be JSON (see `check_json`)."""
     if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
-        return schema.model_json_schema()
+        return check_json(pydantic_schema(schema))
     if isinstance(schema, (str, bytes)):
         try:
-            return json.loads(schema)
+            return check_json(json.loads(schema))
         except json.JSONDecodeError as exc:
             raise ConstraintError(f"JSON Schema is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise ConstraintError("JSON Schema nests too deeply to compile") from None
     if isinstance(schema, (dict, bool)):
-        return schema
+        return check_json(schema)
     raise ConstraintError(f"JSON Schema must be a dict, JSON text or Pydantic model class, "
                           f"not {type(schema).__name__}")
+
+
+def pydantic_schema(model) -> Any:
+    """A Pydantic model's JSON Schema; Pydantic's own refusal becomes a ConstraintError."""
+    try:
+        return model.model_json_schema()
+    except Exception as exc:  # noqa: BLE001 - PydanticInvalidForJsonSchema, a bare BaseModel, ...
+        raise ConstraintError(f"Pydantic model {getattr(model, '__name__', model)!s} has no JSON Schema: "
+                              f"{type(exc).__name__}: {exc}") from None
+
+
+MAX_NESTING = 10_000  # JSON levels; deeper documents fail before any recursive walk
+
+
+def check_json(document) -> Any:
+    """Fail closed on what is not JSON, by its pointer: a member name that is not a string
+    (Python dicts may have int keys), NaN or Infinity (json.loads reads them, JSON has no
+    such number; in `const`/`enum` the grammar would write them), other Python values.
+    Walked with a stack: a document too deep to compile fails here, not by RecursionError."""
+    stack = [(document, "", 0)]
+    while stack:
+        value, ptr, depth = stack.pop()
+        if depth > MAX_NESTING:
+            raise ConstraintError("JSON Schema nests too deeply to compile")
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise ConstraintError(f"JSON Schema {ptr or '/'}: member name {key!r} is not a string")
+                stack.append((item, f"{ptr}/{key.replace('~', '~0').replace('/', '~1')}", depth + 1))
+        elif isinstance(value, (list, tuple)):
+            stack.extend((item, f"{ptr}/{i}", depth + 1) for i, item in enumerate(value))
+        elif isinstance(value, float):
+            if value != value or value in (float("inf"), float("-inf")):
+                name = "NaN" if value != value else "Infinity" if value > 0 else "-Infinity"
+                raise ConstraintError(f"JSON Schema {ptr or '/'}: {name} is not a JSON number")
+        elif not (value is None or isinstance(value, (str, bool, int))):
+            raise ConstraintError(f"JSON Schema {ptr or '/'}: a {type(value).__name__} is not a JSON value")
+    return document
 
 
 from .json_compile import compile_json_schema  # noqa: E402,F401 - GrammarCompiler looks for it here

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 
 from deepinfer.constraints import ir
+from deepinfer.constraints.errors import ConstraintError
 from deepinfer.constraints.ir import CharClass, Expr, alt, literal, optional, repeat, seq
 from deepinfer.constraints.json_strings import (ANY_CHAR, HEX, PLAIN, encode_codepoints,  # noqa: F401
                                                 encode_expr, encode_text)
@@ -29,7 +30,7 @@ class Whitespace:
 
     def __init__(self, mode: str = "default"):
         if mode not in WHITESPACE_MODES:
-            raise ValueError(f"whitespace must be one of {WHITESPACE_MODES}, not {mode!r}")
+            raise ConstraintError(f"whitespace must be one of {WHITESPACE_MODES}, not {mode!r}")
         self.mode = mode
         if mode == "compact":
             self.ws = ir.EMPTY

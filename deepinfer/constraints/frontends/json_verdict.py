@@ -27,13 +27,17 @@ class Verdict:
         self.credit = credit  # (seconds): time that is not lowering work, given back to the budget
         self._validators: dict[str, Any] = {}
 
-    def valid(self, value, node: Node) -> bool:
-        """`jsonschema`'s verdict for `value` against a (possibly synthetic) Node."""
+    def valid(self, value, node: Node, listed: bool = False) -> bool:
+        """`jsonschema`'s verdict for `value` against a (possibly synthetic) Node. listed: the
+        value is known to satisfy the node's own `enum`/`const` (it comes from their merged
+        list), which are then not checked again (an enum of n values was n^2 comparisons)."""
         s = node.schema
         if isinstance(s, dict) and any(isinstance(m, Node) for m in s.get("allOf", [])):
-            return all(self.valid(value, m) for m in s["allOf"])
+            return all(self.valid(value, m, listed) for m in s["allOf"])
         if isinstance(s, dict) and isinstance(s.get("not"), Node):
             return not self.valid(value, s["not"])
+        if listed and isinstance(s, dict) and ("enum" in s or "const" in s):
+            s = {k: v for k, v in s.items() if k not in ("enum", "const")}
         quick = quick_valid(value, s)  # string enums under plain string schemas: no jsonschema call
         if quick is not None:
             return quick
