@@ -163,3 +163,23 @@ def test_a_pydantic_model_without_json_schema_is_a_constraint_error():
 
     with pytest.raises(ConstraintError, match="Pydantic model Hook has no JSON Schema"):
         _COMPILER.compile_json_schema(Hook)
+
+
+def test_an_invalid_regex_is_an_error_even_when_unenforced_keywords_may_be_skipped():
+    with pytest.raises(ConstraintError, match=re.escape("/pattern: '(': invalid regex")):
+        _COMPILER.compile_json_schema({"type": "string", "pattern": "("}, strict=False)
+    skipped = _COMPILER.compile_json_schema({"type": "string", "pattern": "(?=a)"}, strict=False)
+    assert any(a.startswith("skipped /pattern") for a in skipped.annotations)  # valid, not regular
+
+
+@pytest.mark.parametrize("schema", [{"type": "object", "minProperties": 2}, {"minProperties": 2}])
+def test_skipping_min_properties_generates_objects_instead_of_none(schema):
+    """Only undeclared members could reach minProperties: skipped, it is not enforced (it used to
+    leave no object at all, reported as an unsatisfiable schema)."""
+    from deepinfer.constraints import Matcher
+
+    compiled = _COMPILER.compile_json_schema(schema, strict=False)
+    assert any(a.startswith("skipped /minProperties") for a in compiled.annotations)
+    assert Matcher(compiled).accept_string('{"a": 1}')
+    with pytest.raises(ConstraintError, match="minProperties"):
+        _COMPILER.compile_json_schema(schema)

@@ -97,7 +97,13 @@ class _ObjectLowering:
             message = ("objects reaching minProperties only with several undeclared members are not "
                        "generated (a grammar cannot keep their names distinct)")
             if body == ir.NOTHING:
-                self.lw.unsupported(f"{self.ptr}/minProperties", "minProperties", message)
+                self.lw.unsupported(f"{self.ptr}/minProperties", "minProperties",
+                                    "objects need several undeclared members to reach it, and a grammar "
+                                    "cannot keep their names distinct")
+                # skipped (strict=False): not enforced at all, rather than no object at all
+                self.min_p, self._states = 0, {}
+                self.cap = (self.max_p + 1) if self.max_p is not None else 0
+                body = self._state(0, True, 0, frozenset())
             else:
                 self.lw.note(f"{self.ptr}/minProperties: {message}")
         if body == ir.NOTHING:

@@ -42,6 +42,11 @@ class PatternError(ValueError):
     """The pattern is not a regular language we can lower (or not a valid regex)."""
 
 
+class PatternSyntaxError(PatternError):
+    """The pattern is not a valid regex at all: a malformed value, never skipped (strict=False
+    skips only valid patterns the compiler cannot enforce)."""
+
+
 @functools.cache
 def _unicode_set(kind: str) -> tuple[tuple[int, int], ...]:
     """Python's exact code point set for \\d (isdecimal), \\w (isalnum or _), \\s (isspace)."""
@@ -77,7 +82,7 @@ def parse_pattern(pattern: str, exact: bool = False) -> Expr:
     try:
         parsed = sre_parse.parse(pattern, 0)
     except (re.error, RecursionError, OverflowError) as exc:
-        raise PatternError(f"invalid regex: {exc}") from None
+        raise PatternSyntaxError(f"invalid regex: {exc}") from None
     if parsed.state.flags & (re.IGNORECASE | re.MULTILINE | re.DOTALL | re.VERBOSE):
         raise PatternError("inline flags ((?i), (?m), (?s), (?x)) are not supported")
     return _search(list(parsed.data), exact)

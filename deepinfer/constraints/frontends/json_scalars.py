@@ -20,7 +20,7 @@ from .json_decimals import number_text
 from .json_numbers import (INT_TEXT, MAX_ENUMERATED, NUMBER_TEXT, Bounds, RangeError, int_range, integer_bounds,
                            integer_text, multiples_window, window_values)
 from .json_length import bound_length
-from .json_pattern import PatternError, parse_pattern
+from .json_pattern import PatternError, PatternSyntaxError, parse_pattern
 from .json_not_in import not_in
 from .json_words import minus_words, words
 from .json_refs import Node
@@ -107,6 +107,8 @@ def _string_language(lw: "Lowerer", d: dict, ptr: str) -> Expr | None:
     for p in ([d["pattern"]] if "pattern" in d else []) + list(d.get("_patterns", [])):
         try:
             positives.append(("pattern", parse_pattern(p)))
+        except PatternSyntaxError as exc:
+            raise lw.fail(f"{ptr}/pattern", f"{p!r}: {exc}") from None
         except PatternError as exc:
             lw.unsupported(f"{ptr}/pattern", "pattern", f"{p!r}: {exc}")
     fmt = d.get("format")
