@@ -1,5 +1,7 @@
 """An unsatisfiable schema's error names the sub-schema it comes from (a JSON pointer)."""
 
+import re
+
 import pytest
 
 from deepinfer.constraints.errors import ConstraintError
@@ -38,3 +40,17 @@ def test_unsatisfiable_error_names_the_sub_schema(schema, pointer):
 def test_a_satisfiable_schema_with_empty_optional_parts_compiles():
     schema = {"type": "object", "properties": {"b": EMPTY_INT, "c": {"anyOf": [False, {"type": "null"}]}}}
     COMPILER.compile_json_schema(schema)
+
+
+@pytest.mark.parametrize("schema,pointer", [
+    ({"$ref": "#"}, "/"),
+    ({"type": "object", "properties": {"a": {"$ref": "#"}}, "required": ["a"]}, "/"),
+    ({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}, "/$defs/a"),
+    ({"type": "array", "minItems": 1, "items": {"$ref": "#"}}, "/"),
+])
+def test_a_ref_cycle_without_a_base_case_is_unsatisfiable_where_it_runs(schema, pointer):
+    """It used to reach the context-free back end and fail there as "the grammar's language is
+    empty", with no location."""
+    with pytest.raises(ConstraintError, match=re.escape(f"JSON Schema {pointer}: unsatisfiable: every instance "
+                                                        "would have to contain itself")):
+        COMPILER.compile_json_schema(schema)

@@ -48,6 +48,7 @@ class Lowerer:
         self.rules: dict[str, Expr] = {"start": ir.EMPTY}
         self.annotations: list[str] = []
         self._ref_rules: dict[tuple[int, str], str] = {}
+        self._ref_pointers: dict = {}  # _ref_rules key -> the pointer of the schema its rule lowers
         self._empty_rules: dict[str, str] = {}  # rule -> the pointer its emptiness comes from
         # pointers of the sub-schemas found empty (no valid value) inside each `lower` call
         # in progress, innermost last: the error for an unsatisfiable schema names the first
@@ -72,9 +73,27 @@ class Lowerer:
             raise self.fail(cause, "unsatisfiable: no JSON value is valid here, and the schema "
                                    "has no valid instance without one")
         self.rules["start"] = body
+        if self._ref_rules:
+            self._check_productive()
         grammar = ir.Grammar(self.rules, "start", list(dict.fromkeys(self.annotations)))
         grammar.sources = self.sources
         return grammar
+
+    def _check_productive(self) -> None:
+        """A `$ref` cycle with no base case (`{"$ref": "#"}`, a required member that is the whole
+        schema again) leaves the start rule deriving no finite text: say so here, naming the
+        schema the cycle runs through, not later as an empty grammar with no location."""
+        dead = unproductive_rules(self.rules)
+        if "start" not in dead:
+            return
+        by_name = {name: key for key, name in self._ref_rules.items()}
+        for name in self.rules:
+            if name in dead and name in by_name:
+                target = by_name[name]
+                ptr = self._ref_pointers.get(target, "/")
+                raise self.fail(ptr, "unsatisfiable: every instance would have to contain itself "
+                                     "(a $ref cycle with no way out)")
+        raise self.fail("/", "unsatisfiable: no finite JSON value is valid against the schema")
 
     def check_time(self, ptr: str) -> None:
         """Fail closed long before a caller's timeout (called wherever lowering loops)."""
@@ -170,6 +189,7 @@ class Lowerer:
         name = self._ref_rules.get(key)
         if name is None:
             name = self._ref_rules[key] = self._rule_name(node)
+            self._ref_pointers[key] = node.ptr or "/"
             self.rules[name] = ir.NOTHING  # placeholder while the body is lowered (recursion)
             body = build()
             self.rules[name] = body
@@ -306,3 +326,30 @@ def _strictness(strict):
     if isinstance(strict, (list, tuple, set, frozenset)) and all(isinstance(k, str) for k in strict):
         return frozenset(strict)
     raise ConstraintError(f"strict must be True, False or a list of keyword names, not {strict!r}")
+
+
+def unproductive_rules(rules: dict[str, Expr]) -> set[str]:
+    """The rules that derive no finite string (least fixpoint over the IR)."""
+    ok: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, body in rules.items():
+            if name not in ok and _derives(body, ok):
+                ok.add(name)
+                changed = True
+    return set(rules) - ok
+
+
+def _derives(e: Expr, ok: set[str]) -> bool:
+    if isinstance(e, ir.RuleRef):
+        return e.name in ok
+    if isinstance(e, ir.Seq):
+        return all(_derives(x, ok) for x in e.items)
+    if isinstance(e, ir.Alt):
+        return any(_derives(x, ok) for x in e.items)
+    if isinstance(e, ir.Repeat):
+        return e.min == 0 or _derives(e.item, ok)
+    if isinstance(e, ir.CharClass):
+        return bool(e.ranges)
+    return True  # a literal
