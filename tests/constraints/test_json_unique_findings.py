@@ -187,6 +187,7 @@ UNSATISFIABLE = [
     {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 9}, "minItems": 11, "uniqueItems": True},
     {"type": "array", "items": {"type": "string", "maxLength": 0}, "minItems": 2, "uniqueItems": True},
     {"type": "array", "items": {"type": "string", "pattern": "^[a-c]$"}, "minItems": 4, "uniqueItems": True},
+    {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 64}, "minItems": 66, "uniqueItems": True},
     {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "integer", "minimum": 0, "maximum": 3}},
                                 "required": ["id"], "additionalProperties": False}, "minItems": 5, "uniqueItems": True},
     {"type": "array", "items": {"anyOf": [{"const": 1}, {"type": "boolean"}]}, "minItems": 4, "uniqueItems": True},
@@ -258,3 +259,11 @@ def test_finite_patterns_are_spelled_out(pattern, strings):
     assert got == strings
     for s in got or []:
         assert _valid({"pattern": pattern}, s)
+
+
+def test_an_integer_range_too_big_to_list_still_caps_the_items():
+    """0..99 is 100 values, more than are listed: counted, the grammar stops at 100 items."""
+    schema = {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 99}, "uniqueItems": True}
+    automaton = COMPILER.compile_json_schema(schema).automaton
+    state = _feed(automaton, automaton.initial_state(), ("[" + ",".join(map(str, range(100)))).encode())
+    assert state is not None and b"," not in [TOKENS[t] for t in _allowed(automaton, state)]

@@ -33,6 +33,7 @@ from deepinfer.constraints.errors import ConstraintError
 from deepinfer.constraints.ir import Expr, alt, optional, repeat, seq
 
 from .json_merge import canon, synthetic, type_set
+from .json_order import META
 from .json_pattern import PatternError, parse_pattern
 from .json_negation import bound_written_at
 from .json_refs import Node
@@ -162,6 +163,11 @@ def _unique(lw: "Lowerer", d: dict, node: Node, prefix_nodes, rest_node, prefix,
         return _orders(lw, d, values, lo, hi)
     if values is not None and len(values) <= MAX_COUNTED_VALUES:  # no more items than values
         hi = len(values) if hi is None else min(hi, len(values))
+    count = _integer_range_count(lw, rest_node) if values is None and not prefix_nodes else None
+    if count is not None:  # too many integers to list, but counted: no more items than them
+        if lo > count:
+            return ir.NOTHING
+        hi = count if hi is None else min(hi, count)
     if lw.unique_matcher:
         # the matcher remembers item values (constraints/unique.py): the grammar only has the items
         lw.note(f"{UNIQUE_NOTE} {ptr}")
@@ -290,6 +296,28 @@ def _numbers(d: dict, integral: bool):
     if not firsts or not lasts or min(lasts) - max(firsts) + 1 > MAX_COUNTED_VALUES:
         return None  # (a bound the normalizer kept in another form leaves it unbounded: no list)
     return list(range(max(firsts), min(lasts) + 1))
+
+
+def _integer_range_count(lw: "Lowerer", node: Node | None) -> int | None:
+    """How many integers an item schema of only `type: integer` and bounds allows (a range too
+    big to list, such as 0..1000), else None."""
+    if node is None:
+        return None
+    d = lw.normalize(node)
+    if not isinstance(d, dict) or type_set(d) != {"integer"}:
+        return None
+    bounds = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}
+    if any(k not in bounds and k != "type" and k not in META for k in d):
+        return None  # another keyword (multipleOf, not, ...): not a plain range
+    lo_x, hi_x = _num(d.get("exclusiveMinimum")), _num(d.get("exclusiveMaximum"))
+    firsts = [math.ceil(v) for v in (_num(d.get("minimum")),) if v is not None] + \
+        ([math.floor(lo_x) + 1] if lo_x is not None else [])
+    lasts = [math.floor(v) for v in (_num(d.get("maximum")),) if v is not None] + \
+        ([math.ceil(hi_x) - 1] if hi_x is not None else [])
+    if not firsts or not lasts or isinstance(d.get("exclusiveMinimum"), bool) \
+            or isinstance(d.get("exclusiveMaximum"), bool):
+        return None  # unbounded, or draft-04 flags: left to the matcher
+    return max(min(lasts) - max(firsts) + 1, 0)
 
 
 def _pattern_strings(d: dict):
