@@ -183,3 +183,13 @@ def test_skipping_min_properties_generates_objects_instead_of_none(schema):
     assert Matcher(compiled).accept_string('{"a": 1}')
     with pytest.raises(ConstraintError, match="minProperties"):
         _COMPILER.compile_json_schema(schema)
+
+
+@pytest.mark.parametrize("schema,pointer", [
+    ({"type": "number", "minimum": 1e-300, "maximum": 1e300}, "/maximum: `maximum`"),
+    ({"type": "number", "minimum": -1e300, "maximum": 1}, "/minimum: `minimum`"),
+    ({"type": "number", "minimum": 0.5, "exclusiveMaximum": 1e300}, "/exclusiveMaximum: `exclusiveMaximum`"),
+])
+def test_a_bound_too_large_to_compare_is_named_where_it_is(schema, pointer):
+    with pytest.raises(ConstraintError, match=re.escape(pointer) + ".*too large to compare exactly"):
+        _COMPILER.compile_json_schema(schema)

@@ -27,9 +27,10 @@ def number_text(b: Bounds) -> Expr:
     """JSON number text with value in the bounds (exponent forms only when unbounded or sign-only)."""
     if b.lo is None and b.hi is None:
         return NUMBER_TEXT
-    for v in (b.lo, b.hi):
+    for v, keyword in ((b.lo, "exclusiveMinimum" if b.lo_excl else "minimum"),
+                       (b.hi, "exclusiveMaximum" if b.hi_excl else "maximum")):
         if v is not None and abs(v) >= SAFE_FLOAT:
-            raise RangeError(f"bound {v!r} is too large to compare exactly")
+            raise RangeError(f"bound {v!r} is too large to compare exactly", keyword)
     if b.hi is None and b.lo == 0:  # sign-only bounds keep the exponent forms
         if b.lo_excl:  # > 0: a tiny value must not underflow to 0.0: few zeros, exponents >= -99
             small_exp = seq(CharClass.of([(69, 69), (101, 101)]),

@@ -28,7 +28,12 @@ NUMBER_TEXT = seq(optional(literal("-")), INT_TEXT, optional(FRACTION), optional
 
 
 class RangeError(ValueError):
-    """The numeric constraint cannot be expressed exactly (the caller fails closed)."""
+    """The numeric constraint cannot be expressed exactly (the caller fails closed); `keyword`
+    names the bound at fault when one is (else the caller names what it knows)."""
+
+    def __init__(self, message: str, keyword: str | None = None) -> None:
+        super().__init__(message)
+        self.keyword = keyword
 
 
 @dataclass(frozen=True)

@@ -183,7 +183,7 @@ def lower_number(lw: "Lowerer", d: dict, node: Node, integer: bool) -> Expr:
                 lw.note(f"{ptr}/multipleOf: {exc}; the {MAX_ENUMERATED // 2} multiples nearest the "
                         f"bound are generated (sound, not exact)")
                 return window
-        keyword = "multipleOf" if mult is not None else "minimum"
+        keyword = exc.keyword or ("multipleOf" if mult is not None else "minimum")
         lw.unsupported(f"{ptr}/{keyword}", keyword, str(exc))
         return integer_text(bounds) if integer else number_text(Bounds())
 
