@@ -18,6 +18,7 @@ from deepinfer.constraints.ir import Expr, alt, optional, repeat, seq
 
 from .json_additional import additional_member, member_text, name_matches
 from .json_order import META
+from .json_negation import bound_written_at
 from .json_refs import Node
 from .json_text import encode_text
 
@@ -85,7 +86,7 @@ class _ObjectLowering:
         self.cap = max(self.min_p, (self.max_p + 1) if self.max_p is not None else 0)
         optional_count = sum(1 for n in names if n not in self.required)
         if self.cap > 1 and optional_count > MAX_COUNTED_OPTIONAL:
-            self.lw.unsupported(f"{self.ptr}/minProperties", "minProperties",
+            self.lw.unsupported(*self._bound_at("minProperties" if self.min_p > 1 else "maxProperties"),
                                 f"min/maxProperties over {optional_count} optional properties")
             self.cap = 0
         mark = self.lw.empty_mark()
@@ -97,7 +98,7 @@ class _ObjectLowering:
             message = ("objects reaching minProperties only with several undeclared members are not "
                        "generated (a grammar cannot keep their names distinct)")
             if body == ir.NOTHING:
-                self.lw.unsupported(f"{self.ptr}/minProperties", "minProperties",
+                self.lw.unsupported(*self._bound_at("minProperties"), 
                                     "objects need several undeclared members to reach it, and a grammar "
                                     "cannot keep their names distinct")
                 # skipped (strict=False): not enforced at all, rather than no object at all
@@ -109,6 +110,12 @@ class _ObjectLowering:
         if body == ir.NOTHING:
             return ir.NOTHING
         return seq(self.ws.open("{"), body, self.ws.close("}"))
+
+    def _bound_at(self, key: str) -> tuple[str, str]:
+        """(pointer, keyword) where bound `key` was written (`not: {maxProperties: 1}` is a
+        minProperties)."""
+        ptr = bound_written_at(self.d, self.node, key)
+        return ptr, ptr.rsplit("/", 1)[-1]
 
     def _member(self, name: str) -> Expr:
         schemas = [self.props[name]] if name in self.props else []
