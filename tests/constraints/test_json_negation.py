@@ -41,3 +41,16 @@ def test_negation_against_jsonschema(schema):
         valid = cls(schema).is_valid(v)
         assert not accepted or valid, f"accepted invalid {text}"
         assert accepted == valid, f"rejected valid {text}"
+
+
+@pytest.mark.parametrize("schema,pointer", [
+    ({"not": {"$ref": "#"}}, "/not"),
+    ({"$defs": {"a": {"not": {"$ref": "#/$defs/b"}}, "b": {"not": {"$ref": "#/$defs/a"}}}, "$ref": "#/$defs/a"},
+     "/$defs/a/not"),
+])
+def test_a_negation_of_itself_is_refused_by_its_pointer_not_by_recursion_depth(schema, pointer):
+    from deepinfer.constraints import ConstraintError, GrammarCompiler, Vocabulary
+
+    compiler = GrammarCompiler(Vocabulary.from_token_bytes([bytes([b]) for b in range(256)] + [None], eos_ids=[256]))
+    with pytest.raises(ConstraintError, match=re.escape(f"JSON Schema {pointer}: `not` is not enforced: a negation that refers")):
+        compiler.compile_json_schema(schema)

@@ -26,10 +26,14 @@ if TYPE_CHECKING:  # pragma: no cover
 _COMPOSITE = ("anyOf", "_oneOfs", "not", "_conds")
 
 
+MAX_NOT_DEPTH = 32  # negations lowered inside negations: deeper is a $ref cycle through `not`
+
+
 class Composition:
     def __init__(self, lowerer: "Lowerer"):
         self.lw = lowerer
         self.negation = Negation(lowerer)
+        self._not_depth = 0  # negations being lowered inside one another
 
     def lower(self, d: dict, node: Node) -> Expr:
         direct = self._direct(d)
@@ -37,7 +41,18 @@ class Composition:
             return direct
         alts = [{k: v for k, v in d.items() if k not in _COMPOSITE and k not in BRANCH_KEYS}]
         if "not" in d:
-            alts = self._each(alts, lambda a: self.negation.negate(a, d["not"], f"{node.ptr}/not"), node)
+            if self._not_depth >= MAX_NOT_DEPTH:  # `{"not": {"$ref": "#"}}` negates itself forever
+                self.lw.unsupported(f"{node.ptr}/not", "not", "a negation that refers back to itself "
+                                                               "(through $ref) is not enforced")
+            else:
+                alts = self._each(alts, lambda a: self.negation.negate(a, d["not"], f"{node.ptr}/not"), node)
+        self._not_depth += "not" in d
+        try:
+            return self._lower_rest(d, node, alts)
+        finally:
+            self._not_depth -= "not" in d
+
+    def _lower_rest(self, d: dict, node: Node, alts: list) -> Expr:
         for cond in d.get("_conds", []):
             at = branch_prefix(d, COND_POS, cond)
             alts = self._each(alts, lambda a, c=cond, at=at: self.if_then_else(a, c, node, at), node)
