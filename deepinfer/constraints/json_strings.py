@@ -1,8 +1,9 @@
 """JSON string encoding of regular expressions over decoded characters.
 
 Owns how a decoded string character maps to JSON string text: the plain
-characters, the escapes (json.dumps's form plus the equivalent `\\uXXXX`
-spellings and `\\/`), `encode_codepoints` / `encode_expr` / `encode_text`, so
+characters (themselves, as UTF-8: one spelling, not json.dumps's default ASCII
+`\\uXXXX` form), the escapes of quote, backslash and control characters
+(json.dumps's form plus the equivalent `\\uXXXX` spellings) and `\\/`, `encode_codepoints` / `encode_expr` / `encode_text`, so
 that a constraint on a *decoded* string value becomes an exact constraint on
 the JSON text. Shared by the JSON Schema front end (frontends/json_text.py
 re-exports it) and the back end's direct key-trie DFAs (cfg/not_in_dfa.py),
