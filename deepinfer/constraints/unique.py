@@ -30,7 +30,7 @@ from typing import Any, Hashable
 import numpy as np
 
 from .tracked import TrackedAutomaton
-from .unique_forced import dead, squeeze, suspects, token_texts
+from .unique_forced import dead, forced_dead, squeeze, suspects, token_texts
 
 _WS = frozenset(b" \t\n\r")
 _SCALAR = frozenset(b"0123456789+-.eEtruefalsn")
@@ -120,16 +120,19 @@ class UniqueItemsAutomaton(TrackedAutomaton):
 
     def _into_dead_end(self, state, data: bytes, after) -> bool:
         """A suspect step (unique_forced.py) after which no new item value can be completed."""
-        texts = suspects(self._suspect_sets, state[1])
-        return bool(texts) and squeeze(data) in texts and dead(self, after)
+        near, far = suspects(self._suspect_sets, state[1])
+        if not near and not far:
+            return False
+        text = squeeze(data)
+        return dead(self, after) if text in near else text in far and forced_dead(self, after)
 
     def _clear_forced(self, state, row: np.ndarray) -> None:
         """Clear the suspect tokens that lead into a dead end (the same test as the step's)."""
-        texts = suspects(self._suspect_sets, state[1])
-        if not texts:
+        near, far = suspects(self._suspect_sets, state[1])
+        if not near and not far:
             return
         by_text = token_texts(self.vocab)
-        ids = sorted({tok for text in texts for tok in by_text.get(text, ())})
+        ids = sorted({tok for texts in (near, far) for text in texts for tok in by_text.get(text, ())})
         allowed = self._allowed_among(row, np.array(ids, dtype=np.int64))
         refused = [tok for tok in allowed.tolist() if self.next_state(state, tok) is None]
         if refused:

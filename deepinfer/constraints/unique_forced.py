@@ -10,8 +10,9 @@ A token is *suspect* when its bytes, whitespace removed, continue the item in pr
 start one) along the text of an earlier item of the same array as it was written (whitespace
 removed), to within DEPTH + 1 bytes of that text's end: `suspects(tracker)` lists those texts
 once per tracker position. After a suspect token,
-`dead(wrapper, state)` tries every byte that may come next (in the inner automaton and the
-tracker), DEPTH bytes deep along earlier items' texts: the state is a dead end when none is
+`dead(wrapper, state)` follows the bytes the inner automaton forces, then tries every byte that
+may come next (in the inner automaton and the tracker), DEPTH choices deep along earlier items'
+texts: the state is a dead end when none is
 left that completes a new value or leaves those texts. The step refuses a suspect token
 that leads into a dead end, and the mask tests exactly the suspect tokens it allows, so the
 two agree. Items written differently from the earlier one (members in another order, `1.0`
@@ -32,6 +33,8 @@ _IN_NUMBER = _OUTSIDE + [b" "]  # whitespace ends a number (elsewhere a token of
 # inside a string: printable ASCII first (usually one of them proves the item can still differ)
 _INSIDE = [bytes([b]) for b in list(range(0x20, 0x7F)) + list(range(0x80, 0x100)) + list(range(0x20))]
 _MAX_SUSPECT_SETS = 4096
+MAX_TOKEN_TEXT = 48  # far suspects: tokens up to this many bytes (longer ones are not checked)
+_NONE = (frozenset(), frozenset())
 
 
 def squeeze(raw: bytes) -> bytes:
@@ -39,26 +42,31 @@ def squeeze(raw: bytes) -> bytes:
     return raw.translate(None, _WS)
 
 
-def suspects(cache: dict, tracker) -> frozenset:
-    """Whitespace-free texts a suspect token may have from this tracker (b"" for whitespace)."""
+def suspects(cache: dict, tracker) -> tuple[frozenset, frozenset]:
+    """(near, far): whitespace-free texts a suspect token may have from this tracker (b"" for
+    whitespace). Near ones end within DEPTH + 1 bytes of an earlier item's text (`dead` looks
+    there); far ones lead along such a text from further away (`forced_dead` looks there)."""
     stack, mode = tracker[0], tracker[1]
     keys = _suspect_keys(stack, mode)
     if not keys:
-        return frozenset()
+        return _NONE
     got = cache.get(keys)
     if got is None:
-        out: set[bytes] = set()
+        near: set[bytes] = set()
+        far: set[bytes] = set()
         for done, written, lead in keys:
             for text in written:
                 if text.startswith(done) and len(text) > len(done):
                     rest = text[len(done):]
-                    near = len(rest) - DEPTH - 1  # dead() looks DEPTH bytes on: texts near their end
-                    if done and near <= 0:
-                        out.add(b"")  # whitespace: a second run inside `[ ]`, the end of a number
-                    out.update(lead + rest[:k] for k in range(max(near, 0 if lead else 1), len(rest) + 1))
+                    edge = len(rest) - DEPTH - 1  # prefixes at least this long end near the text's end
+                    if done and edge <= 0:
+                        near.add(b"")  # whitespace: a second run inside `[ ]`, the end of a number
+                    first = 0 if lead else 1
+                    near.update(lead + rest[:k] for k in range(max(edge, first), len(rest) + 1))
+                    far.update(lead + rest[:k] for k in range(first, min(edge, first + MAX_TOKEN_TEXT)))
         if len(cache) >= _MAX_SUSPECT_SETS:
             cache.clear()
-        got = cache[keys] = frozenset(out)
+        got = cache[keys] = (frozenset(near), frozenset(far - near))
     return got
 
 
@@ -72,6 +80,9 @@ def _suspect_keys(stack, mode) -> tuple:
     at = _open_item(stack)
     if at is not None:
         keys.append((squeeze(stack[at][4]), stack[at][5], b""))
+    if top is not None and top[0] == "a" and top[2] and top[4] is not None and mode == N:
+        # a number or literal item: a `,` ends it (one more earlier item) and starts the next
+        keys.append((b"", top[5] | {squeeze(top[4])}, b","))
     return tuple(keys)
 
 
@@ -85,6 +96,13 @@ def dead(wrapper, state, depth: int = DEPTH) -> bool:
     starting = mode == V and bool(stack) and stack[-1][0] == "a" and stack[-1][2] and bool(stack[-1][5])
     if not (open_near or starting):
         return False  # the item differs from every earlier one already, or none is in view
+    forced = wrapper.inner.forced_bytes(inner)
+    if forced:  # no choice to make there: follow it without spending depth
+        after_tracker = wrapper._scan(tracker, forced)
+        if after_tracker is None:
+            return True  # the only way on completes a duplicate
+        after = wrapper.inner.advance_bytes(inner, forced)
+        return after is not None and dead(wrapper, (after, after_tracker), depth)
     for b in (_INSIDE if mode in (S, SK) else _IN_NUMBER if mode == N else _OUTSIDE):
         after = wrapper.inner.advance_bytes(inner, b)  # first: the tracker assumes JSON text
         if after is None:
@@ -97,12 +115,36 @@ def dead(wrapper, state, depth: int = DEPTH) -> bool:
     return True
 
 
+def forced_dead(wrapper, state) -> bool:
+    """`dead` for a far suspect: only where the inner automaton forces the next bytes (an enum
+    value or a `false` that only one way goes on) up to near the end of an earlier item's text;
+    a free choice that far from the end is taken as a way out (looking costs too much there)."""
+    inner, tracker = state
+    forced = wrapper.inner.forced_bytes(inner)
+    if not forced:
+        return False
+    after_tracker = wrapper._scan(tracker, forced)
+    if after_tracker is None:
+        return True
+    after = wrapper.inner.advance_bytes(inner, forced)
+    if after is None:
+        return False
+    stack = after_tracker[0]
+    at = _open_item(stack)
+    if at is None:
+        return False
+    done = squeeze(stack[at][4])
+    near = any(t.startswith(done) and len(t) - len(done) <= DEPTH + 1 for t in stack[at][5])
+    return near and dead(wrapper, (after, after_tracker))
+
+
 def _open_item(stack) -> int | None:
-    """Index of the innermost unique array frame with an item in progress (and earlier items)."""
+    """Index of the innermost unique array frame with an item in progress and earlier items
+    (an inner unique array's first item does not hide an outer item that repeats an earlier one)."""
     for i in range(len(stack) - 1, -1, -1):
         f = stack[i]
-        if f[0] == "a" and f[2] and f[4] is not None:
-            return i if f[5] else None
+        if f[0] == "a" and f[2] and f[4] is not None and f[5]:
+            return i
     return None
 
 

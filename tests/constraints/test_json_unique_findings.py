@@ -156,6 +156,21 @@ DEAD_ENDS = [
     ({"type": "array", "items": {"type": "array", "items": {"type": "object", "required": ["a"],
                                                             "additionalProperties": False}},
       "uniqueItems": True}, "[[]"),
+    # second review: a `,` after a number or literal item, an outer item behind an inner unique
+    # array, forced tails (an enum value, a `false` member) looked along without spending depth
+    ({"type": "array", "prefixItems": [{"type": "integer"}], "items": {"const": None}, "uniqueItems": True},
+     "[2,null"),
+    ({"type": "array", "prefixItems": [{"type": "string"}], "items": {"enum": [1, 2]}, "uniqueItems": True},
+     '["a",1,2'),
+    ({"type": "array", "items": {"anyOf": [{"const": [1]}, {"type": "array", "items": {"type": "string"},
+                                                            "uniqueItems": True}]}, "uniqueItems": True}, "[[1],["),
+    ({"type": "array", "items": {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 9},
+                                 "uniqueItems": True}, "uniqueItems": True}, "[[9],[9"),
+    ({"type": "array", "items": {"enum": ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]},
+      "uniqueItems": True}, '["charlie","'),
+    ({"type": "array", "items": {"anyOf": [{"type": "object", "properties": {"a": {"type": "boolean"}},
+                                            "required": ["a"], "additionalProperties": False},
+                                           {"type": "string"}]}, "uniqueItems": True}, '[{"a":false},{"a":'),
     # closed objects of finitely many members' values are a finite item set: no fifth item opens
     ({"type": "array", "items": {"type": "object", "properties": {"id": {"type": "integer", "minimum": 0, "maximum": 3}},
                                  "required": ["id"], "additionalProperties": False}, "uniqueItems": True},
