@@ -1,5 +1,7 @@
 """Schemas refused because an automaton would be too large name the keyword and its pointer."""
 
+import re
+
 import pytest
 
 from deepinfer.constraints.errors import ConstraintError
@@ -26,3 +28,19 @@ def test_size_errors_name_the_keyword_and_where(schema, pointer, keyword):
     message = str(info.value)
     assert message.startswith(f"JSON Schema {pointer}: "), message
     assert keyword in message
+
+
+def _nested(depth: int) -> dict:
+    value: dict = {"a": 1}
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+@pytest.mark.parametrize("schema,where", [
+    ({"type": "object", "properties": {"a": {"enum": ["x" * 300_000]}}}, "/properties/a/enum: `enum`"),
+    ({"type": "object", "properties": {"k": {"const": _nested(500)}}}, "/properties/k/const: `const`"),
+])
+def test_an_enum_or_const_too_large_is_named_where_it_is(schema, where):
+    with pytest.raises(ConstraintError, match=re.escape(f"JSON Schema {where} makes this value's automaton too large")):
+        COMPILER.compile_json_schema(schema)

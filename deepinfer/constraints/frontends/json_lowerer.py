@@ -227,7 +227,12 @@ class Lowerer:
         values = [v for v in d["enum"] if all(self.valid(v, src, listed=True) for src in d["_sources"])
                   and markers_allow(d, v)]
         unique = {canon(v): v for v in values}
-        return alt(*(value_text(v, self.ws, not self.draft.boolean_exclusive) for v in unique.values())) if unique else ir.NOTHING
+        if not unique:
+            return ir.NOTHING
+        expr = alt(*(value_text(v, self.ws, not self.draft.boolean_exclusive) for v in unique.values()))
+        keyword = "const" if isinstance(node.schema, dict) and "const" in node.schema else "enum"
+        self.sources.append((node.ptr or "/", f"`{keyword}`", expr))  # a size error names it
+        return expr
 
     def lower_types(self, d: dict, node: Node) -> Expr:
         types = type_set(d)
