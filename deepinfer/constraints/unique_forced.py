@@ -77,9 +77,7 @@ def _suspect_keys(stack, mode) -> tuple:
     top = stack[-1] if stack else None
     if top is not None and top[0] == "a" and top[2] and top[4] is None and top[5] and mode in (V, A):
         keys.append((b"", top[5], b"" if mode == V else b","))
-    at = _open_item(stack)
-    if at is not None:
-        keys.append((squeeze(stack[at][4]), stack[at][5], b""))
+    keys.extend((squeeze(stack[at][4]), stack[at][5], b"") for at in _open_items(stack))
     if top is not None and top[0] == "a" and top[2] and top[4] is not None and mode == N:
         # a number or literal item: a `,` ends it (one more earlier item) and starts the next
         keys.append((b"", top[5] | {squeeze(top[4])}, b","))
@@ -91,8 +89,7 @@ def dead(wrapper, state, depth: int = DEPTH) -> bool:
     value (see the module docstring)."""
     inner, tracker = state
     stack, mode = tracker[0], tracker[1]
-    at = _open_item(stack)
-    open_near = at is not None and any(text.startswith(squeeze(stack[at][4])) for text in stack[at][5])
+    open_near = any(_along(stack[at]) is not None for at in _open_items(stack))
     starting = mode == V and bool(stack) and stack[-1][0] == "a" and stack[-1][2] and bool(stack[-1][5])
     if not (open_near or starting):
         return False  # the item differs from every earlier one already, or none is in view
@@ -129,23 +126,24 @@ def forced_dead(wrapper, state) -> bool:
     after = wrapper.inner.advance_bytes(inner, forced)
     if after is None:
         return False
-    stack = after_tracker[0]
-    at = _open_item(stack)
-    if at is None:
-        return False
-    done = squeeze(stack[at][4])
-    near = any(t.startswith(done) and len(t) - len(done) <= DEPTH + 1 for t in stack[at][5])
+    rests = [_along(after_tracker[0][at]) for at in _open_items(after_tracker[0])]
+    near = any(rest is not None and rest <= DEPTH + 1 for rest in rests)
     return near and dead(wrapper, (after, after_tracker))
 
 
-def _open_item(stack) -> int | None:
-    """Index of the innermost unique array frame with an item in progress and earlier items
-    (an inner unique array's first item does not hide an outer item that repeats an earlier one)."""
-    for i in range(len(stack) - 1, -1, -1):
-        f = stack[i]
-        if f[0] == "a" and f[2] and f[4] is not None and f[5]:
-            return i
-    return None
+def _open_items(stack) -> list[int]:
+    """Indices of the unique array frames with an item in progress and earlier items, innermost
+    first (an inner item does not hide an outer one that repeats an earlier item)."""
+    return [i for i in range(len(stack) - 1, -1, -1)
+            if stack[i][0] == "a" and stack[i][2] and stack[i][4] is not None and stack[i][5]]
+
+
+def _along(frame) -> int | None:
+    """Bytes left of the shortest earlier item's text that the item in progress is a prefix of
+    (whitespace removed), or None when it is a prefix of none."""
+    done = squeeze(frame[4])
+    rests = [len(t) - len(done) for t in frame[5] if t.startswith(done)]
+    return min(rests) if rests else None
 
 
 def token_texts(vocab) -> dict[bytes, list[int]]:

@@ -171,6 +171,10 @@ DEAD_ENDS = [
     ({"type": "array", "items": {"anyOf": [{"type": "object", "properties": {"a": {"type": "boolean"}},
                                             "required": ["a"], "additionalProperties": False},
                                            {"type": "string"}]}, "uniqueItems": True}, '[{"a":false},{"a":'),
+    # the outer item decides, not the inner unique array's: [1,2,0 can only become [1,2,0,3], taken
+    ({"type": "array", "items": {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 3},
+                                 "minItems": 4, "maxItems": 4, "uniqueItems": True}, "uniqueItems": True},
+     "[[1,2,0,3],[1,2,"),
     # closed objects of finitely many members' values are a finite item set: no fifth item opens
     ({"type": "array", "items": {"type": "object", "properties": {"id": {"type": "integer", "minimum": 0, "maximum": 3}},
                                  "required": ["id"], "additionalProperties": False}, "uniqueItems": True},
