@@ -84,3 +84,32 @@ def walk_unique(expr: Expr):
             stack.extend(reversed(node.items))
         elif isinstance(node, Repeat):
             stack.append(node.item)
+
+
+def productive_rules(rules: dict[str, Expr]) -> set[str]:
+    """Names of rules that derive at least one finite string (least fixed point)."""
+    done: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, body in rules.items():
+            if name not in done and derives_something(body, done):
+                done.add(name)
+                changed = True
+    return done
+
+
+def derives_something(expr: Expr, productive: set[str]) -> bool:
+    if isinstance(expr, Literal):
+        return True
+    if isinstance(expr, CharClass):
+        return not expr.is_empty()
+    if isinstance(expr, Seq):
+        return all(derives_something(e, productive) for e in expr.items)
+    if isinstance(expr, Alt):
+        return any(derives_something(e, productive) for e in expr.items)
+    if isinstance(expr, Repeat):
+        return expr.min == 0 or derives_something(expr.item, productive)
+    if isinstance(expr, RuleRef):
+        return expr.name in productive
+    raise TypeError(f"not an IR expression: {expr!r}")

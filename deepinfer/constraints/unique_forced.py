@@ -8,16 +8,16 @@ not even EOS. Here the token that leads into such a point is refused instead.
 
 A token is *suspect* when its bytes, whitespace removed, continue the item in progress (or
 start one) along the text of an earlier item of the same array as it was written (whitespace
-removed), to within DEPTH + 1 bytes of that text's end: `suspects(tracker)` lists those texts
-once per tracker position. After a suspect token,
-`dead(wrapper, state)` follows the bytes the inner automaton forces, then tries every byte that
-may come next (in the inner automaton and the tracker), DEPTH choices deep along earlier items'
-texts: the state is a dead end when none is
-left that completes a new value or leaves those texts. The step refuses a suspect token
-that leads into a dead end, and the mask tests exactly the suspect tokens it allows, so the
-two agree. Items written differently from the earlier one (members in another order, `1.0`
-for `1`), or dead only deeper than DEPTH bytes, still end in a dead end, never in an invalid
-output.
+removed): `suspects(tracker)` lists those texts once per tracker position, in two sets. After
+a *near* suspect (one ending within DEPTH + 1 bytes of such a text's end), `dead(wrapper,
+state)` follows the bytes the inner automaton forces, then tries every byte that may come next
+(in the inner automaton and the tracker), DEPTH choices deep: the state is a dead end when none
+is left that completes a new value or leaves those texts. After a *far* suspect, `forced_dead`
+only follows forced bytes (an enum value, a `false` member) and asks `dead` where they end near
+a text's end. The step refuses a suspect token that leads into a dead end, and the mask tests
+exactly the suspect tokens it allows, so the two agree. Items written differently from the
+earlier one (members in another order, `1.0` for `1`), or dead only after more than DEPTH free
+choices, still end in a dead end, never in an invalid output.
 
 Reads unique.py's tracker layout (frames ("a", ctx, unique, seen, item text, written texts);
 modes); knows nothing about schemas.

@@ -69,7 +69,7 @@ def check_grammar(grammar: ir.Grammar, source: SourceMap, start_label: str) -> N
         for ref in grammar.referenced_rules(name):
             if ref not in rules:
                 raise ConstraintError(f"undefined rule {ref!r} used at {_at(source.references, ref)}")
-    productive = productive_rules(rules)
+    productive = ir.productive_rules(rules)
     reachable = reachable_rules(grammar)
     for name in rules:
         if name in reachable and name not in productive and name != grammar.start:
@@ -83,35 +83,6 @@ def check_grammar(grammar: ir.Grammar, source: SourceMap, start_label: str) -> N
 def _at(table: dict[str, tuple[int, int]], name: str) -> str:
     pos = table.get(name)
     return f"line {pos[0]} column {pos[1]}" if pos else "(position unknown)"
-
-
-def productive_rules(rules: dict[str, ir.Expr]) -> set[str]:
-    """Names of rules that derive at least one finite string (least fixed point)."""
-    done: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for name, body in rules.items():
-            if name not in done and derives_something(body, done):
-                done.add(name)
-                changed = True
-    return done
-
-
-def derives_something(expr: ir.Expr, productive: set[str]) -> bool:
-    if isinstance(expr, ir.Literal):
-        return True
-    if isinstance(expr, ir.CharClass):
-        return not expr.is_empty()
-    if isinstance(expr, ir.Seq):
-        return all(derives_something(e, productive) for e in expr.items)
-    if isinstance(expr, ir.Alt):
-        return any(derives_something(e, productive) for e in expr.items)
-    if isinstance(expr, ir.Repeat):
-        return expr.min == 0 or derives_something(expr.item, productive)
-    if isinstance(expr, ir.RuleRef):
-        return expr.name in productive
-    raise TypeError(f"not an IR expression: {expr!r}")
 
 
 def reachable_rules(grammar: ir.Grammar) -> set[str]:

@@ -290,12 +290,19 @@ def _numbers(d: dict, integral: bool):
         return [lo]  # one value (the filter drops it if it is not an integer where one is asked)
     if not integral:
         return None
+    span = _integer_span(d)
+    if span is None or span[1] - span[0] + 1 > MAX_COUNTED_VALUES:
+        return None  # (a bound the normalizer kept in another form leaves it unbounded: no list)
+    return list(range(span[0], span[1] + 1))
+
+
+def _integer_span(d: dict) -> tuple[int, int] | None:
+    """(first, last) integer the bounds of `d` allow, or None when a side is unbounded."""
+    lo, hi = _num(d.get("minimum")), _num(d.get("maximum"))
     lo_x, hi_x = _num(d.get("exclusiveMinimum")), _num(d.get("exclusiveMaximum"))
     firsts = ([math.ceil(lo)] if lo is not None else []) + ([math.floor(lo_x) + 1] if lo_x is not None else [])
     lasts = ([math.floor(hi)] if hi is not None else []) + ([math.ceil(hi_x) - 1] if hi_x is not None else [])
-    if not firsts or not lasts or min(lasts) - max(firsts) + 1 > MAX_COUNTED_VALUES:
-        return None  # (a bound the normalizer kept in another form leaves it unbounded: no list)
-    return list(range(max(firsts), min(lasts) + 1))
+    return (max(firsts), min(lasts)) if firsts and lasts else None
 
 
 def _integer_range_count(lw: "Lowerer", node: Node | None) -> int | None:
@@ -309,15 +316,10 @@ def _integer_range_count(lw: "Lowerer", node: Node | None) -> int | None:
     bounds = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}
     if any(k not in bounds and k != "type" and k not in META for k in d):
         return None  # another keyword (multipleOf, not, ...): not a plain range
-    lo_x, hi_x = _num(d.get("exclusiveMinimum")), _num(d.get("exclusiveMaximum"))
-    firsts = [math.ceil(v) for v in (_num(d.get("minimum")),) if v is not None] + \
-        ([math.floor(lo_x) + 1] if lo_x is not None else [])
-    lasts = [math.floor(v) for v in (_num(d.get("maximum")),) if v is not None] + \
-        ([math.ceil(hi_x) - 1] if hi_x is not None else [])
-    if not firsts or not lasts or isinstance(d.get("exclusiveMinimum"), bool) \
-            or isinstance(d.get("exclusiveMaximum"), bool):
-        return None  # unbounded, or draft-04 flags: left to the matcher
-    return max(min(lasts) - max(firsts) + 1, 0)
+    if isinstance(d.get("exclusiveMinimum"), bool) or isinstance(d.get("exclusiveMaximum"), bool):
+        return None  # draft-04 flags: left to the matcher
+    span = _integer_span(d)
+    return None if span is None else max(span[1] - span[0] + 1, 0)
 
 
 def _pattern_strings(d: dict):
@@ -349,9 +351,7 @@ def _closed_objects(lw: "Lowerer", d: dict, depth: int):
     candidates, in declaration order (`{"id": {"enum": [1, 2]}}` with additionalProperties
     false): None when some member has many values or the product passes MAX_COUNTED_VALUES."""
     props = d.get("properties")
-    extra = d.get("additionalProperties")
-    if (not isinstance(props, dict) or d.get("patternProperties")
-            or not (isinstance(extra, Node) and extra.schema is False)):
+    if not isinstance(props, dict) or not _closed(d):
         return None
     required = set(d.get("required", ()))
     out: list = [{}]
@@ -375,6 +375,10 @@ def _no_items(d: dict) -> bool:
 
 def _closed_empty(d: dict) -> bool:
     """No member name is allowed: no properties or patterns, additionalProperties false."""
+    return not d.get("properties") and _closed(d)
+
+
+def _closed(d: dict) -> bool:
+    """Only declared member names: no patternProperties, additionalProperties false."""
     extra = d.get("additionalProperties")
-    return (not d.get("properties") and not d.get("patternProperties")
-            and isinstance(extra, Node) and extra.schema is False)
+    return not d.get("patternProperties") and isinstance(extra, Node) and extra.schema is False

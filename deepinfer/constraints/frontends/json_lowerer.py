@@ -83,7 +83,7 @@ class Lowerer:
         """A `$ref` cycle with no base case (`{"$ref": "#"}`, a required member that is the whole
         schema again) leaves the start rule deriving no finite text: say so here, naming the
         schema the cycle runs through, not later as an empty grammar with no location."""
-        dead = unproductive_rules(self.rules)
+        dead = set(self.rules) - ir.productive_rules(self.rules)
         if "start" not in dead:
             return
         by_name = {name: key for key, name in self._ref_rules.items()}
@@ -331,30 +331,3 @@ def _strictness(strict):
     if isinstance(strict, (list, tuple, set, frozenset)) and all(isinstance(k, str) for k in strict):
         return frozenset(strict)
     raise ConstraintError(f"strict must be True, False or a list of keyword names, not {strict!r}")
-
-
-def unproductive_rules(rules: dict[str, Expr]) -> set[str]:
-    """The rules that derive no finite string (least fixpoint over the IR)."""
-    ok: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for name, body in rules.items():
-            if name not in ok and _derives(body, ok):
-                ok.add(name)
-                changed = True
-    return set(rules) - ok
-
-
-def _derives(e: Expr, ok: set[str]) -> bool:
-    if isinstance(e, ir.RuleRef):
-        return e.name in ok
-    if isinstance(e, ir.Seq):
-        return all(_derives(x, ok) for x in e.items)
-    if isinstance(e, ir.Alt):
-        return any(_derives(x, ok) for x in e.items)
-    if isinstance(e, ir.Repeat):
-        return e.min == 0 or _derives(e.item, ok)
-    if isinstance(e, ir.CharClass):
-        return bool(e.ranges)
-    return True  # a literal

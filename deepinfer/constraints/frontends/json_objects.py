@@ -98,7 +98,7 @@ class _ObjectLowering:
             message = ("objects reaching minProperties only with several undeclared members are not "
                        "generated (a grammar cannot keep their names distinct)")
             if body == ir.NOTHING:
-                self.lw.unsupported(*self._bound_at("minProperties"), 
+                self.lw.unsupported(*self._bound_at("minProperties"),
                                     "objects need several undeclared members to reach it, and a grammar "
                                     "cannot keep their names distinct")
                 # skipped (strict=False): not enforced at all, rather than no object at all
