@@ -6,13 +6,16 @@ import gc
 from deepinfer.constraints import gcpause
 
 
-def test_freeze_once_freezes_and_keeps_collector_on():
+def test_freeze_once_freezes_and_keeps_collector_on(monkeypatch):
     assert gc.isenabled()
     gcpause.freeze_once()
     assert gcpause._frozen and gc.get_freeze_count() > 0
-    frozen = gc.get_freeze_count()
-    gcpause.freeze_once()  # second call: nothing more
-    assert gc.get_freeze_count() == frozen
+    # the second call must not freeze again; counting the permanent generation cannot tell
+    # (frozen objects that die leave it, so the count may drop between calls)
+    calls = []
+    monkeypatch.setattr(gcpause.gc, "freeze", lambda: calls.append(1))
+    gcpause.freeze_once()
+    assert calls == []
     with gcpause.gc_paused():
         assert not gc.isenabled()
     assert gc.isenabled()
