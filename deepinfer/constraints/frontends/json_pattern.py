@@ -92,7 +92,7 @@ def _search(items: list, exact: bool) -> Expr:
     if len(items) == 1:
         op, av = items[0]
         if op is C.BRANCH:
-            return alt(*(_search(list(b.data), exact) for b in av[1]))
+            return _search_branches([list(b.data) for b in av[1]], exact)
         if op is C.SUBPATTERN and not av[1] and not av[2]:
             return _search(list(av[3].data), exact)
     start = bool(items) and items[0][0] is C.AT and items[0][1] in (C.AT_BEGINNING, C.AT_BEGINNING_STRING)
@@ -112,6 +112,36 @@ def _search(items: list, exact: bool) -> Expr:
         parts.pop()
     tail = repeat(ir.Literal("\n"), 0, 1) if newline_ok else ir.EMPTY
     return seq(ir.EMPTY if start else repeat(ANY), *parts, tail if end else repeat(ANY))
+
+
+def _search_branches(branches: list[list], exact: bool) -> Expr:
+    """A top-level alternation. The unanchored branches share one `.*(a|b|...).*`, the same
+    language as `.*a.*|.*b.*|...`; why: the DFA of the latter remembers which words were already
+    seen (a subset of branches), 2^branches states for an unanchored list of 30 names."""
+    free = [b for b in branches if b and not _anchored(b)]
+    rest = [_search(b, exact) for b in branches if not b or _anchored(b)]
+    if len(free) > 1:
+        bodies = [_seq(b, exact) for b in free]
+        shared = repeat(ANY) if any(_nullable(body) for body in bodies) else \
+            seq(repeat(ANY), alt(*bodies), repeat(ANY))
+        rest.append(shared)
+    else:
+        rest += [_search(b, exact) for b in free]
+    return alt(*rest)
+
+
+def _anchored(items: list) -> bool:
+    """An anchor anywhere in the branch (_search works out what it means)."""
+    for op, av in items:
+        if op is C.AT:
+            return True
+        if op is C.BRANCH and any(_anchored(list(b.data)) for b in av[1]):
+            return True
+        if op is C.SUBPATTERN and _anchored(list(av[3].data)):
+            return True
+        if op in (C.MAX_REPEAT, C.MIN_REPEAT) and _anchored(list(av[2].data)):
+            return True
+    return False
 
 
 def _is_end(item) -> bool:
