@@ -98,6 +98,19 @@ def _search(items: list, exact: bool) -> Expr:
     start = bool(items) and items[0][0] is C.AT and items[0][1] in (C.AT_BEGINNING, C.AT_BEGINNING_STRING)
     if start:
         items = items[1:]
+    try:
+        return _search_anchored(items, start, exact)
+    except PatternError:
+        if not _anchored(items):
+            raise
+        from .json_pattern_ends import pattern_with_ends  # `$` inside: (a|b$)c, ($|/)
+
+        return pattern_with_ends(items, start, lambda op, av: _node(op, av, exact), ANY, exact)
+
+
+def _search_anchored(items: list, start: bool, exact: bool) -> Expr:
+    """_search once a leading `^` is taken off, for an end anchor only last (or last in a final
+    group or alternation)."""
     if items and _anchored_tail(items[-1]):  # `$` inside a final group or alternation (a|b$)
         return seq(ir.EMPTY if start else repeat(ANY), _ending(items, exact))
     end = bool(items) and items[-1][0] is C.AT and items[-1][1] in (C.AT_END, C.AT_END_STRING)
