@@ -5,15 +5,22 @@ branch need not be negated against a branch it cannot overlap, and a bare
 `oneOf` of pairwise disjoint branches is a plain union. "Disjoint" is only
 answered when it is certain (no shared instance type, an `enum` no value of
 which the other side admits, a required property whose schemas cannot both
-hold); anything else counts as overlapping, which costs alternatives, never
+hold, number ranges that do not meet, string lengths that do not meet or
+patterns with no common text); anything else counts as overlapping, which costs alternatives, never
 soundness. Knows nothing about IR or negation.
 """
 
 from __future__ import annotations
 
+import functools
+from numbers import Real
 from typing import TYPE_CHECKING
 
+from deepinfer.constraints import dfa_ops
+from deepinfer.constraints.errors import ConstraintError
+
 from .json_merge import property_view, type_set
+from .json_pattern import PatternError, parse_pattern
 from .json_refs import Node
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -62,7 +69,63 @@ def disjoint(lw: "Lowerer", a, b, depth: int = 0) -> bool:
             return True
     if common <= {"object"}:
         return _objects_disjoint(lw, a, b, depth)
+    if common <= {"number", "integer"}:
+        return _ranges_disjoint(_bound(a, "minimum", "exclusiveMinimum", max),
+                                _bound(b, "maximum", "exclusiveMaximum", min)) or \
+            _ranges_disjoint(_bound(b, "minimum", "exclusiveMinimum", max),
+                             _bound(a, "maximum", "exclusiveMaximum", min))
+    if common <= {"string"}:
+        return _strings_disjoint(a, b)
     return False
+
+
+def _bound(d: dict, inclusive: str, exclusive: str, tighter) -> tuple | None:
+    """(value, exclusive?) of the tighter of a normalized schema's two bounds on one side."""
+    found = [(d[k], k == exclusive) for k in (inclusive, exclusive)
+             if isinstance(d.get(k), Real) and not isinstance(d.get(k), bool)]
+    if not found:
+        return None
+    value = tighter(v for v, _ in found)
+    return value, any(excl for v, excl in found if v == value)
+
+
+def _ranges_disjoint(low: tuple | None, high: tuple | None) -> bool:
+    """No number is >= (or >) `low` and <= (or <) `high`."""
+    if low is None or high is None:
+        return False
+    return low[0] > high[0] or (low[0] == high[0] and (low[1] or high[1]))
+
+
+def _strings_disjoint(a: dict, b: dict) -> bool:
+    """Length ranges that do not meet, or patterns (all of both sides') with no common text."""
+    for x, y in ((a, b), (b, a)):
+        if isinstance(x.get("maxLength"), int) and isinstance(y.get("minLength"), int) \
+                and x["maxLength"] < y["minLength"]:
+            return True
+    mine, theirs = _patterns(a), _patterns(b)
+    return bool(mine and theirs) and _no_common_text(mine + theirs)
+
+
+def _patterns(d: dict) -> tuple:
+    found = ([d["pattern"]] if isinstance(d.get("pattern"), str) else []) + \
+        [p for p in d.get("_patterns", []) if isinstance(p, str)]
+    return tuple(dict.fromkeys(found))
+
+
+@functools.lru_cache(maxsize=4096)
+def _no_common_text(patterns: tuple) -> bool:
+    """Whether no text matches every pattern, decided on their exact (Python `re.search`)
+    languages: a sound subset could miss a text both match (`$` before a final newline)."""
+    try:
+        common = None
+        for i, p in enumerate(patterns):
+            lang = dfa_ops.expr_dfa(parse_pattern(p, exact=True))
+            common = lang if i == 0 else dfa_ops.intersect(common, lang)
+            if common is None:
+                return True
+        return False
+    except (PatternError, dfa_ops.DfaOpError, ConstraintError, RecursionError):
+        return False
 
 
 def _objects_disjoint(lw: "Lowerer", a: dict, b: dict, depth: int) -> bool:
