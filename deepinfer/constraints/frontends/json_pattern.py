@@ -89,6 +89,12 @@ def parse_pattern(pattern: str, exact: bool = False) -> Expr:
 
 
 def _search(items: list, exact: bool) -> Expr:
+    from .json_pattern_looks import has_lookaround, with_lookaheads  # (?=R) (?!R): see there
+
+    if has_lookaround(items):
+        found = with_lookaheads(items, exact, _search)
+        if found is not None:
+            return found
     if len(items) == 1:
         op, av = items[0]
         if op is C.BRANCH:
