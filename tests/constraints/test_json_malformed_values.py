@@ -168,7 +168,7 @@ def test_a_pydantic_model_without_json_schema_is_a_constraint_error():
 def test_an_invalid_regex_is_an_error_even_when_unenforced_keywords_may_be_skipped():
     with pytest.raises(ConstraintError, match=re.escape("/pattern: '(': invalid regex")):
         _COMPILER.compile_json_schema({"type": "string", "pattern": "("}, strict=False)
-    skipped = _COMPILER.compile_json_schema({"type": "string", "pattern": "(?=a)"}, strict=False)
+    skipped = _COMPILER.compile_json_schema({"type": "string", "pattern": "(a)\\1"}, strict=False)
     assert any(a.startswith("skipped /pattern") for a in skipped.annotations)  # valid, not regular
 
 

@@ -106,8 +106,8 @@ def _search(items: list, exact: bool) -> Expr:
         items = items[1:]
     try:
         return _search_anchored(items, start, exact)
-    except PatternError:
-        if not _anchored(items):
+    except PatternError as exc:
+        if "anchor" not in str(exc):  # another construct: its own message
             raise
         from .json_pattern_ends import pattern_with_ends  # `$` inside: (a|b$)c, ($|/)
 
