@@ -14,7 +14,7 @@ from deepinfer.constraints.frontends.json_schema import lower_json_schema
 
 PATTERNS = ["^((?!mode)(?!Mode).)*$", "^(?!\\s*$).+", "^(?=.*[A-Z])(?=.*\\d).{3,}$", "(?!ab)a", "^(?!a)",
             "^(?!ab$)[ab]*$", "^((?!ab).)+$", "^(?!.*\\.\\.)[a-z.]+$", "^(?:(?!a$)[ab]){2,3}$",
-            "^(?:(?!$).){1,3}$", "^(?:(?!\\s)[ab]){1,3}$"]
+            "^(?:(?!$).){1,3}$", "^(?:(?!\\s)[ab]){1,3}$", "(?!x)a|b", "^(?!x).|ab|.b"]
 TEXTS = [""] + ["".join(p) for n in range(1, 5) for p in itertools.product("aAb1 .\n", repeat=n)] + \
     ["mode", "xModex", "amodeb", "a..b", "a.b"]
 

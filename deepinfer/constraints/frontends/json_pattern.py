@@ -137,8 +137,11 @@ def _search_branches(branches: list[list], exact: bool) -> Expr:
     """A top-level alternation. The unanchored branches share one `.*(a|b|...).*`, the same
     language as `.*a.*|.*b.*|...`; why: the DFA of the latter remembers which words were already
     seen (a subset of branches), 2^branches states for an unanchored list of 30 names."""
-    free = [b for b in branches if b and not _anchored(b)]
-    rest = [_search(b, exact) for b in branches if not b or _anchored(b)]
+    from .json_pattern_looks import has_lookaround
+
+    plain = [bool(b) and not _anchored(b) and not has_lookaround(b) for b in branches]
+    free = [b for b, ok in zip(branches, plain) if ok]
+    rest = [_search(b, exact) for b, ok in zip(branches, plain) if not ok]
     if len(free) > 1:
         bodies = [_seq(b, exact) for b in free]
         shared = repeat(ANY) if any(_nullable(body) for body in bodies) else \
