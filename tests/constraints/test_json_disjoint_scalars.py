@@ -50,3 +50,16 @@ def test_seventeen_branches_keyed_by_a_pattern_compile():
     good = [{"type": "basic:date:", "value": "x"}, {"type": "basic:bytes:", "value": ""}]
     assert rx.fullmatch(json.dumps(good, separators=(",", ":")))
     assert not rx.fullmatch(json.dumps([{"type": "basic:nope:", "value": "x"}], separators=(",", ":")))
+
+
+@pytest.mark.parametrize("schema", [
+    {"oneOf": [{"type": "string", "pattern": "^é$"}, {"type": "string", "pattern": "(?a)\\W"}]},
+    {"type": "string", "not": {"pattern": "(?a)\\D"}},
+])
+def test_the_ascii_flag_is_refused(schema):
+    # (?a)\W matches "é", which the Unicode reading of \W does not: the oneOf would take "é" as
+    # disjoint from its first branch, and the negation would let "٣" through
+    from deepinfer.constraints import ConstraintError
+
+    with pytest.raises(ConstraintError, match=r"\(\?a\)"):
+        lower_json_schema(schema)

@@ -83,8 +83,10 @@ def parse_pattern(pattern: str, exact: bool = False) -> Expr:
         parsed = sre_parse.parse(pattern, 0)
     except (re.error, RecursionError, OverflowError) as exc:
         raise PatternSyntaxError(f"invalid regex: {exc}") from None
-    if parsed.state.flags & (re.IGNORECASE | re.MULTILINE | re.DOTALL | re.VERBOSE):
-        raise PatternError("inline flags ((?i), (?m), (?s), (?x)) are not supported")
+    # (?a) too: it makes \W \D \S larger than the Unicode sets the exact reading uses, so a
+    # negation or a disjointness test built on that reading would not be sound
+    if parsed.state.flags & (re.IGNORECASE | re.MULTILINE | re.DOTALL | re.VERBOSE | re.ASCII):
+        raise PatternError("inline flags ((?i), (?m), (?s), (?x), (?a)) are not supported")
     return _search(list(parsed.data), exact)
 
 
