@@ -56,10 +56,16 @@ def test_seventeen_branches_keyed_by_a_pattern_compile():
     {"oneOf": [{"type": "string", "pattern": "^é$"}, {"type": "string", "pattern": "(?a)\\W"}]},
     {"type": "string", "not": {"pattern": "(?a)\\D"}},
 ])
-def test_the_ascii_flag_is_refused(schema):
+def test_the_ascii_flag_is_refused_where_the_exact_language_is_needed(schema):
     # (?a)\W matches "é", which the Unicode reading of \W does not: the oneOf would take "é" as
     # disjoint from its first branch, and the negation would let "٣" through
     from deepinfer.constraints import ConstraintError
 
     with pytest.raises(ConstraintError, match=r"\(\?a\)"):
         lower_json_schema(schema)
+
+
+def test_the_ascii_flag_in_a_plain_pattern_compiles():
+    rx = re.compile(grammar_to_regex(lower_json_schema({"type": "string", "pattern": "(?a)^\\w+$"},
+                                                       whitespace="compact")), re.S)
+    assert rx.fullmatch('"ab_1"') and not rx.fullmatch('"é"')

@@ -83,10 +83,12 @@ def parse_pattern(pattern: str, exact: bool = False) -> Expr:
         parsed = sre_parse.parse(pattern, 0)
     except (re.error, RecursionError, OverflowError) as exc:
         raise PatternSyntaxError(f"invalid regex: {exc}") from None
-    # (?a) too: it makes \W \D \S larger than the Unicode sets the exact reading uses, so a
-    # negation or a disjointness test built on that reading would not be sound
-    if parsed.state.flags & (re.IGNORECASE | re.MULTILINE | re.DOTALL | re.VERBOSE | re.ASCII):
-        raise PatternError("inline flags ((?i), (?m), (?s), (?x), (?a)) are not supported")
+    if parsed.state.flags & (re.IGNORECASE | re.MULTILINE | re.DOTALL | re.VERBOSE):
+        raise PatternError("inline flags ((?i), (?m), (?s), (?x)) are not supported")
+    if exact and parsed.state.flags & re.ASCII:  # its \W \D \S are larger than the Unicode sets
+        # the exact reading uses: a negation or disjointness test on it would not be sound (the
+        # usual reading, a subset, takes \d \w \s as ASCII anyway)
+        raise PatternError("the inline flag (?a) is not supported where the exact language is needed")
     return _search(list(parsed.data), exact)
 
 
