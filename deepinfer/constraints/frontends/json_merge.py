@@ -15,7 +15,7 @@ import json
 import math
 import re
 
-from .json_order import ORDER_KEYS, POS, follow, merge_positions, ordered
+from .json_order import NOT_PATTERN_AT, ORDER_KEYS, POS, follow, merge_positions, ordered
 from .json_refs import Node
 
 TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
@@ -122,6 +122,8 @@ def merge(a: dict | bool, b: dict | bool, where: Node) -> dict | bool:
         elif key in ("_sources", "_not_enum", "_forbid", "_oneOfs", "_conds", "_patterns", "_not_patterns",
                      "_not_multiple_of"):
             out[key] = list(mine) + list(value)
+        elif key == NOT_PATTERN_AT:
+            out[key] = {**mine, **value}
         elif key in ("properties", "patternProperties", "prefixItems"):
             pass  # handled below with the per-member views
         elif json.dumps(mine, sort_keys=True, default=id) != json.dumps(value, sort_keys=True, default=id):

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from .json_disjoint import disjoint
 from .json_drafts import UNDECLARED
 from .json_merge import property_view, synthetic, type_set
-from .json_order import META
+from .json_order import META, NOT_PATTERN_AT
 from .json_refs import Node
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -97,6 +97,7 @@ class Negation:
             for p in [value] + list(n.get("_patterns", [])):
                 a = _with_types(d, type_set(d) & {"string"})
                 a["_not_patterns"] = list(d.get("_not_patterns", [])) + [p]
+                a[NOT_PATTERN_AT] = {**d.get(NOT_PATTERN_AT, {}), p: _written_at(n, "pattern", p, ptr)}
                 alts.append(a)
             return alts
         if key == "oneOf":  # ¬oneOf: none of the branches, or two of them at once
@@ -184,6 +185,14 @@ class Negation:
                         both = self.lw.merged(self.lw.merged(d, normal[i], branches[i]), normal[j], branches[j])
                         out.append(both)
         return out
+
+
+def _written_at(n: dict, key: str, value, ptr: str) -> str:
+    """The pointer of the source of normalized `n` that wrote `key: value` (for errors)."""
+    for src in n.get("_sources", ()):
+        if isinstance(src.schema, dict) and src.schema.get(key) == value:
+            return f"{src.ptr.rstrip('/')}/{key}"
+    return f"{ptr}/{key}"
 
 
 def bound_written_at(d: dict, node: Node, key: str) -> str:

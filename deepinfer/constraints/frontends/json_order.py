@@ -21,7 +21,8 @@ ANY_OF_POS = "_anyOf_pos"  # position prefix of the `anyOf` branches
 ANCHORED = "_anchored"     # positions already relative to the schema it is merged into
 BRANCH_KEYS = (ONE_OF_POS, COND_POS, ANY_OF_POS)
 ORDER_KEYS = frozenset({POS, *BRANCH_KEYS, ANCHORED})
-META = ORDER_KEYS | {"_sources"}  # keys that are no keyword of the schema
+NOT_PATTERN_AT = "_not_pattern_at"  # {negated pattern: the pointer of the `pattern` it came from}
+META = ORDER_KEYS | {"_sources", NOT_PATTERN_AT}  # keys that are no keyword of the schema
 
 
 def shifted(d, prefix: tuple):

@@ -22,6 +22,7 @@ from .json_numbers import (INT_TEXT, MAX_ENUMERATED, NUMBER_TEXT, Bounds, RangeE
 from .json_length import bound_length
 from .json_pattern import PatternError, PatternSyntaxError, parse_pattern
 from .json_not_in import not_in
+from .json_order import NOT_PATTERN_AT
 from .json_words import minus_words, words
 from .json_refs import Node
 from .json_text import ANY_CHAR, COUNTED_CHAR, DIGIT, encode_expr, quoted
@@ -122,16 +123,20 @@ def _string_language(lw: "Lowerer", d: dict, ptr: str) -> Expr | None:
     if not negatives and len(positives) <= 1:
         return positives[0][1] if positives else None
     keyword = "not" if negatives else positives[-1][0]
+    where, negated = f"{ptr}/{keyword}", None
     try:
         lang = dfa_ops.expr_dfa(positives[0][1] if positives else repeat(ANY_CHAR))
         for _, expr in positives[1:]:
             lang = dfa_ops.intersect(lang, dfa_ops.expr_dfa(expr))
-        for p in negatives:
-            lang = dfa_ops.intersect(lang, dfa_ops.complement(dfa_ops.expr_dfa(parse_pattern(p, exact=True)),
-                                                              _any_text()))
+        for negated in negatives:
+            lang = dfa_ops.intersect(lang, dfa_ops.complement(
+                dfa_ops.expr_dfa(parse_pattern(negated, exact=True)), _any_text()))
         return dfa_ops.to_expr(lang)
     except (dfa_ops.DfaOpError, PatternError) as exc:
-        lw.unsupported(f"{ptr}/{keyword}", keyword, f"intersecting string languages: {exc}")
+        if negated is not None:  # the negated pattern's own place (a `not`, another oneOf branch)
+            where = d.get(NOT_PATTERN_AT, {}).get(negated, where)
+            exc = f"{negated!r}: {exc}"
+        lw.unsupported(where, keyword, f"intersecting string languages: {exc}")
         return positives[0][1] if positives else None
 
 
