@@ -12,6 +12,8 @@ canonical numbering are dfa.py's). Knows nothing about JSON or tokens.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from . import ir
@@ -98,6 +100,19 @@ def complement(a: Dfa | None, universe: Dfa) -> Dfa | None:
     if a is None:
         return universe
     return _product(universe, a, lambda x, y: x and not y)
+
+
+def minus(a: Dfa | None, b: Dfa | None) -> Dfa | None:
+    """L(a) minus L(b): one product, where intersect(a, complement(b, any_text())) takes two."""
+    if a is None or b is None:
+        return a
+    return _product(a, b, lambda x, y: x and not y)
+
+
+@functools.cache
+def any_text() -> Dfa:
+    """Every Unicode text (the universe of `complement` for string languages)."""
+    return expr_dfa(ir.repeat(ir.CharClass.any_char()))
 
 
 def is_empty(a: Dfa | None) -> bool:

@@ -12,11 +12,10 @@ json_objects'. Knows nothing about declared members, arrays, scalars or refs.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from deepinfer.constraints import dfa_ops, ir
-from deepinfer.constraints.ir import CharClass, Expr, alt, repeat, seq
+from deepinfer.constraints.ir import Expr, alt, seq
 
 from .json_merge import synthetic
 from .json_not_in import encoded_not_in, not_in
@@ -101,10 +100,10 @@ class _Additional:
                     self.lw.normalize(node)) for p, node in self.pp.items()))
             parts = []
             for mask in range(1 << len(dfas)):
-                region = _ANY_TEXT()
+                region = dfa_ops.any_text()
                 for i, lang in enumerate(dfas):
                     inside = mask >> i & 1
-                    region = dfa_ops.intersect(region, lang if inside else dfa_ops.complement(lang, _ANY_TEXT()))
+                    region = dfa_ops.intersect(region, lang) if inside else dfa_ops.minus(region, lang)
                     if region is None:
                         break
                 if region is None:
@@ -179,11 +178,6 @@ def member_text(lw: "Lowerer", key: Expr, schemas: list[Node], depth: int | None
     if value == ir.NOTHING:
         return ir.NOTHING
     return seq(quoted(key), lw.ws.colon, value)
-
-
-@lru_cache(maxsize=None)
-def _ANY_TEXT():
-    return dfa_ops.expr_dfa(repeat(CharClass.any_char()))
 
 
 def name_matches(pattern: str, name: str) -> bool:

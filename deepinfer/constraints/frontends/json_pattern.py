@@ -42,6 +42,10 @@ class PatternError(ValueError):
     """The pattern is not a regular language we can lower (or not a valid regex)."""
 
 
+class MidAnchorError(PatternError):
+    """An anchor where the plain reading cannot place it (json_pattern_ends may)."""
+
+
 class PatternSyntaxError(PatternError):
     """The pattern is not a valid regex at all: a malformed value, never skipped (strict=False
     skips only valid patterns the compiler cannot enforce)."""
@@ -93,7 +97,7 @@ def parse_pattern(pattern: str, exact: bool = False) -> Expr:
 
 
 def _search(items: list, exact: bool) -> Expr:
-    from .json_pattern_looks import has_lookaround, with_lookaheads  # (?=R) (?!R): see there
+    from .json_pattern_looks import with_lookaheads  # (?=R) (?!R): see there
 
     if has_lookaround(items):
         found = with_lookaheads(items, exact, _search)
@@ -105,17 +109,15 @@ def _search(items: list, exact: bool) -> Expr:
             return _search_branches([list(b.data) for b in av[1]], exact)
         if op is C.SUBPATTERN and not av[1] and not av[2]:
             return _search(list(av[3].data), exact)
-    start = bool(items) and items[0][0] is C.AT and items[0][1] in (C.AT_BEGINNING, C.AT_BEGINNING_STRING)
+    start = starts_anchored(items)
     if start:
         items = items[1:]
     try:
         return _search_anchored(items, start, exact)
-    except PatternError as exc:
-        if "anchor" not in str(exc):  # another construct: its own message
-            raise
+    except MidAnchorError:
         from .json_pattern_ends import pattern_with_ends  # `$` inside: (a|b$)c, ($|/)
 
-        return pattern_with_ends(items, start, lambda op, av: _node(op, av, exact), ANY, exact)
+        return pattern_with_ends(items, start, lambda op, av: _node(op, av, exact), exact)
 
 
 def _search_anchored(items: list, start: bool, exact: bool) -> Expr:
@@ -141,8 +143,6 @@ def _search_branches(branches: list[list], exact: bool) -> Expr:
     """A top-level alternation. The unanchored branches share one `.*(a|b|...).*`, the same
     language as `.*a.*|.*b.*|...`; why: the DFA of the latter remembers which words were already
     seen (a subset of branches), 2^branches states for an unanchored list of 30 names."""
-    from .json_pattern_looks import has_lookaround
-
     plain = [bool(b) and not _anchored(b) and not has_lookaround(b) for b in branches]
     free = [b for b, ok in zip(branches, plain) if ok]
     rest = [_search(b, exact) for b, ok in zip(branches, plain) if not ok]
@@ -156,16 +156,29 @@ def _search_branches(branches: list[list], exact: bool) -> Expr:
     return alt(*rest)
 
 
+def starts_anchored(items: list) -> bool:
+    return bool(items) and items[0][0] is C.AT and items[0][1] in (C.AT_BEGINNING, C.AT_BEGINNING_STRING)
+
+
 def _anchored(items: list) -> bool:
     """An anchor anywhere in the branch (_search works out what it means)."""
+    return contains_op(items, (C.AT,))
+
+
+def has_lookaround(items: list) -> bool:
+    return contains_op(items, (C.ASSERT, C.ASSERT_NOT))
+
+
+def contains_op(items: list, ops: tuple) -> bool:
+    """Whether a parsed item with one of these opcodes occurs anywhere in `items`."""
     for op, av in items:
-        if op is C.AT:
+        if op in ops:
             return True
-        if op is C.BRANCH and any(_anchored(list(b.data)) for b in av[1]):
+        if op is C.BRANCH and any(contains_op(list(b.data), ops) for b in av[1]):
             return True
-        if op is C.SUBPATTERN and _anchored(list(av[3].data)):
+        if op is C.SUBPATTERN and contains_op(list(av[3].data), ops):
             return True
-        if op in (C.MAX_REPEAT, C.MIN_REPEAT) and _anchored(list(av[2].data)):
+        if op in (C.MAX_REPEAT, C.MIN_REPEAT) and contains_op(list(av[2].data), ops):
             return True
     return False
 
@@ -234,7 +247,7 @@ def _node(op, av, exact: bool) -> Expr:
         lo, hi, sub = av
         return repeat(_seq(sub.data, exact), lo, None if hi == C.MAXREPEAT else hi)
     if op is C.AT:
-        raise PatternError(f"anchor {av} in the middle of a pattern")
+        raise MidAnchorError(f"anchor {av} in the middle of a pattern")
     raise PatternError(f"{op} (backreference, lookaround or other non-regular construct)")
 
 

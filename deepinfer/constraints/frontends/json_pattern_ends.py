@@ -19,19 +19,19 @@ from typing import Callable
 from deepinfer.constraints import ir
 from deepinfer.constraints.ir import Expr, alt, repeat, seq
 
-from .json_pattern import C, PatternError
+from .json_pattern import ANY, C, PatternError
 
 Pair = tuple[Expr, "Expr | None"]  # (F, T); T None = no text
 MAX_UNROLL = 64  # the largest repeat count spelled out
 
 
-def pattern_with_ends(items: list, start: bool, node: Callable, any_text: Expr, exact: bool) -> Expr:
+def pattern_with_ends(items: list, start: bool, node: Callable, exact: bool) -> Expr:
     """The search language of `items` (after a leading `^` when `start`) with end anchors inside."""
     if exact:
         raise PatternError("an end anchor inside a pattern is not supported under `not`")
     free, ended = _sequence(items, node)
-    prefix = ir.EMPTY if start else repeat(any_text)
-    return seq(prefix, alt(seq(free, repeat(any_text)), *(() if ended is None else (ended,))))
+    prefix = ir.EMPTY if start else repeat(ANY)
+    return seq(prefix, alt(seq(free, repeat(ANY)), *(() if ended is None else (ended,))))
 
 
 def _sequence(items: list, node: Callable) -> Pair:

@@ -20,30 +20,17 @@ from typing import Callable
 from deepinfer.constraints import dfa_ops, ir
 from deepinfer.constraints.ir import Expr, repeat, seq
 
-from .json_pattern import ANY, C, PatternError
+from .json_pattern import ANY, C, PatternError, has_lookaround, starts_anchored
 
 Search = Callable[[list, bool], Expr]  # json_pattern._search
 _START = (C.AT, C.AT_BEGINNING)
 _ONE_CHAR = (C.ANY, C.IN, C.LITERAL, C.NOT_LITERAL)
 
 
-def has_lookaround(items: list) -> bool:
-    for op, av in items:
-        if op in (C.ASSERT, C.ASSERT_NOT):
-            return True
-        if op is C.BRANCH and any(has_lookaround(list(b.data)) for b in av[1]):
-            return True
-        if op is C.SUBPATTERN and has_lookaround(list(av[3].data)):
-            return True
-        if op in (C.MAX_REPEAT, C.MIN_REPEAT) and has_lookaround(list(av[2].data)):
-            return True
-    return False
-
-
 def with_lookaheads(items: list, exact: bool, search: Search) -> Expr | None:
     """The search language of `items` when their lookaheads take one of the shapes above,
     else None (the caller reports the construct)."""
-    start = bool(items) and items[0][0] is C.AT and items[0][1] in (C.AT_BEGINNING, C.AT_BEGINNING_STRING)
+    start = starts_anchored(items)
     rest = list(items[1:] if start else items)
     looks = []
     while rest and rest[0][0] in (C.ASSERT, C.ASSERT_NOT) and rest[0][1][0] == 1:
@@ -52,7 +39,7 @@ def with_lookaheads(items: list, exact: bool, search: Search) -> Expr | None:
         if looks:
             if has_lookaround(rest):
                 return None
-            lang = _dfa(search([_START] + rest, exact))
+            lang = dfa_ops.expr_dfa(search([_START] + rest, exact))
             for op, (_, sub) in looks:
                 lang = _with_look(lang, op, list(sub.data), exact, search)
             found = dfa_ops.to_expr(lang)
@@ -67,8 +54,8 @@ def with_lookaheads(items: list, exact: bool, search: Search) -> Expr | None:
 def _with_look(lang, op, look: list, exact: bool, search: Search):
     """lang ∩ L(^R) for (?=R), lang minus L(^R) for (?!R)."""
     if op is C.ASSERT:
-        return dfa_ops.intersect(lang, _dfa(search([_START] + look, exact)))
-    return dfa_ops.intersect(lang, dfa_ops.complement(_dfa(search([_START] + look, True)), _any_text()))
+        return dfa_ops.intersect(lang, dfa_ops.expr_dfa(search([_START] + look, exact)))
+    return dfa_ops.minus(lang, dfa_ops.expr_dfa(search([_START] + look, True)))
 
 
 def _tempered(rest: list, exact: bool, search: Search) -> Expr | None:
@@ -85,12 +72,12 @@ def _tempered(rest: list, exact: bool, search: Search) -> Expr | None:
     looks = [item for item in body[:-1] if item[0] is C.ASSERT_NOT and item[1][0] == 1]
     if not looks or len(looks) != len(body) - 1 or body[-1][0] not in _ONE_CHAR:
         return None
-    core = _dfa(search([_START, (op, (lo, hi, _Items([body[-1]]))), (C.AT, C.AT_END_STRING)], exact))
-    looked = [_dfa(search([_START] + list(look.data), True)) for _, (_, look) in looks]
+    core = dfa_ops.expr_dfa(search([_START, (op, (lo, hi, _Items([body[-1]]))), (C.AT, C.AT_END_STRING)], exact))
+    looked = [dfa_ops.expr_dfa(search([_START] + list(look.data), True)) for _, (_, look) in looks]
     found = [dfa_ops.to_expr(_none_start(core, looked, _nonempty()))]
     if exact and rest[1][1] is C.AT_END:  # Python's `$` also takes a final "\n" the repeat did not
         # read: the lookaheads still see it, so a suffix they see is at least 2 characters
-        with_newline = _dfa(seq(dfa_ops.to_expr(core), ir.Literal("\n")))
+        with_newline = dfa_ops.expr_dfa(seq(dfa_ops.to_expr(core), ir.Literal("\n")))
         found.append(dfa_ops.to_expr(_none_start(with_newline, looked, _two_or_more())))
     return ir.alt(*found)
 
@@ -99,8 +86,8 @@ def _none_start(lang, looked: list, suffixes):
     """The texts of lang none of whose suffixes in `suffixes` is in a language of `looked`."""
     for starts_here in looked:
         bad = dfa_ops.intersect(starts_here, suffixes)
-        somewhere = _dfa(seq(repeat(ANY), dfa_ops.to_expr(bad)))
-        lang = dfa_ops.intersect(lang, dfa_ops.complement(somewhere, _any_text()))
+        somewhere = dfa_ops.expr_dfa(seq(repeat(ANY), dfa_ops.to_expr(bad)))
+        lang = dfa_ops.minus(lang, somewhere)
     return lang
 
 
@@ -109,15 +96,6 @@ class _Items:
 
     def __init__(self, data: list) -> None:
         self.data = data
-
-
-def _dfa(expr: Expr):
-    return dfa_ops.expr_dfa(expr)
-
-
-@functools.cache
-def _any_text():
-    return dfa_ops.expr_dfa(repeat(ANY))
 
 
 @functools.cache

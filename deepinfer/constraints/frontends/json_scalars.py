@@ -8,7 +8,6 @@ and `multipleOf` (via json_numbers and json_decimals), and excluded values
 
 from __future__ import annotations
 
-import functools
 from typing import TYPE_CHECKING
 
 from deepinfer.constraints import dfa_ops, ir
@@ -129,8 +128,7 @@ def _string_language(lw: "Lowerer", d: dict, ptr: str) -> Expr | None:
         for _, expr in positives[1:]:
             lang = dfa_ops.intersect(lang, dfa_ops.expr_dfa(expr))
         for negated in negatives:
-            lang = dfa_ops.intersect(lang, dfa_ops.complement(
-                dfa_ops.expr_dfa(parse_pattern(negated, exact=True)), _any_text()))
+            lang = dfa_ops.minus(lang, dfa_ops.expr_dfa(parse_pattern(negated, exact=True)))
         return dfa_ops.to_expr(lang)
     except (dfa_ops.DfaOpError, PatternError) as exc:
         if negated is not None:  # the negated pattern's own place (a `not`, another oneOf branch)
@@ -138,11 +136,6 @@ def _string_language(lw: "Lowerer", d: dict, ptr: str) -> Expr | None:
             exc = f"{negated!r}: {exc}"
         lw.unsupported(where, keyword, f"intersecting string languages: {exc}")
         return positives[0][1] if positives else None
-
-
-@functools.cache
-def _any_text():
-    return dfa_ops.expr_dfa(repeat(ANY_CHAR))
 
 
 def _minus_words(lw: "Lowerer", language: Expr, words: list[str], ptr: str) -> Expr:
