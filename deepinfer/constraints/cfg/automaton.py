@@ -76,6 +76,7 @@ class CfgAutomaton(CfgMasks):
         self._head_follow: list = [None] * count
         self._at_literal: dict[tuple[int, int], int | None] = {}
         self._epoch, self._memos = 0, 0  # lexeme completions memoized on sets (_after)
+        self._canon_ids: dict = {}
         self._initial = self._with_new_threads(self.parser.initial_chart(), ())
 
     def _prepare(self, lex: int) -> int:

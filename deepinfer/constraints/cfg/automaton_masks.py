@@ -37,8 +37,13 @@ def scan_cache(vocab: Vocabulary) -> ScanCache:
     return cache
 
 
+MAX_CANON_IDS = 1 << 16
+
+
 class CfgMasks:
     """Mask exploration for CfgAutomaton (see the module docstring)."""
+
+    _canon_ids: dict
 
     def fill_mask(self, state: CfgState, row: np.ndarray) -> None:
         key = state_key(self.uid, state.chart, state.threads)
@@ -139,6 +144,11 @@ class CfgMasks:
     def _after_lexeme(self, ctx, chart: Chart, lex: int, origin: int, scope: int) -> np.ndarray:
         """Token ids of `scope` allowed right after lexeme `lex` (from set `origin`)
         ends. Memoized on item sets: the last set of a chart determines the chart."""
+        canon_key = (chart[origin].sid, lex, scope, ctx[0].generation)
+        if canon_key[0] >= 0:
+            found = self._canon_ids.get(canon_key)
+            if found is not None:
+                return found
         item_set, threads = self._after(chart, (lex, origin))
         memo_key = ("ids", ctx[0].generation, scope)  # never equal to a completion key (_after)
         found = item_set.memo.get(memo_key)
@@ -148,6 +158,10 @@ class CfgMasks:
             # duplicates are fine here (fill_mask dedups once); sorting per level is not
             found = local[0] if len(local) == 1 else np.concatenate(local) if local else _NO_IDS
             item_set.memo[memo_key] = found
+        if canon_key[0] >= 0:
+            if len(self._canon_ids) >= MAX_CANON_IDS:
+                self._canon_ids.clear()
+            self._canon_ids[canon_key] = found
         return found
 
 
