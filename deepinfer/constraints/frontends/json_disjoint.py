@@ -60,6 +60,13 @@ def disjoint(lw: "Lowerer", a, b, depth: int = 0) -> bool:
         return True
     if a is True or b is True or depth > 4:
         return False
+    for x, y in ((a, b), (b, a)):
+        # every value of x is valid against one of its oneOf / anyOf branches: x and y share
+        # none when no branch shares one with y (`parameter: oneOf [body, nonBody]` against
+        # `jsonReference` in Swagger 2.0, told apart by properties only the branches declare)
+        for branches in _compositions(x):
+            if all(disjoint(lw, lw.normalize(branch), y, depth + 1) for branch in branches):
+                return True
     common = effective_types(a) & effective_types(b)
     if not common:
         return True
@@ -77,6 +84,14 @@ def disjoint(lw: "Lowerer", a, b, depth: int = 0) -> bool:
     if common <= {"string"}:
         return _strings_disjoint(a, b)
     return False
+
+
+def _compositions(d: dict) -> list:
+    """The branch lists of a normalized schema's `oneOf`s and `anyOf` (each a list of nodes)."""
+    found = list(d.get("_oneOfs", []))
+    if isinstance(d.get("anyOf"), list):
+        found.append(d["anyOf"])
+    return [branches for branches in found if branches]
 
 
 def _bound(d: dict, inclusive: str, exclusive: str, tighter) -> tuple | None:

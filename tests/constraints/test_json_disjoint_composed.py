@@ -1,0 +1,75 @@
+"""A `oneOf` branch that is itself a `oneOf` / `anyOf` is disjoint from another branch when each
+of its own branches is: Swagger 2.0's `parameter: oneOf [body, nonBody]` against `jsonReference`
+is a plain union (it expanded past 256 alternatives), and what is generated stays sound against
+jsonschema where a nested branch does overlap (exact unless the lowering notes otherwise)."""
+
+import itertools
+import json
+import re
+
+import jsonschema
+import pytest
+
+from deepinfer.constraints.frontends.json_regex import grammar_to_regex
+from deepinfer.constraints.frontends.json_schema import lower_json_schema
+
+REF = {"type": "object", "required": ["$ref"], "additionalProperties": False,
+       "properties": {"$ref": {"type": "string"}}}
+
+
+def _located(where: str) -> dict:
+    return {"additionalProperties": False, "patternProperties": {"^x-": {}},
+            "properties": {"in": {"enum": [where]}, "name": {"type": "string"},
+                           "type": {"enum": ["string", "number"]}, "required": {"type": "boolean"},
+                           "description": {"type": "string"}}}
+
+
+NON_BODY = {"type": "object", "required": ["name", "in", "type"],
+            "oneOf": [_located(w) for w in ("header", "query", "path", "formData")]}
+BODY = {"type": "object", "required": ["name", "in", "schema"], "additionalProperties": False,
+        "properties": {"name": {"type": "string"}, "in": {"enum": ["body"]}, "schema": {"type": "object"}}}
+SWAGGER_LIKE = {"type": "array", "items": {"oneOf": [{"oneOf": [BODY, NON_BODY]}, REF]}}
+
+
+def test_swagger_like_parameter_list_compiles_and_is_exact():
+    grammar = lower_json_schema(SWAGGER_LIKE, whitespace="compact", any_depth=1)
+    assert not [n for n in grammar.annotations if "not exact" in n]
+    rx = re.compile(grammar_to_regex(grammar), re.S)
+    validator = jsonschema.Draft7Validator(SWAGGER_LIKE)
+    # members in declaration order (the order the grammar generates)
+    items = [{"$ref": "#/p"}, {"in": "query", "name": "q", "type": "string"},
+             {"name": "b", "in": "body", "schema": {}}, {"in": "header", "name": "h", "type": "number", "x-y": 1},
+             {"$ref": "#/p", "name": "q"}, {"in": "body", "name": "q", "type": "string"},
+             {"in": "cookie", "name": "q", "type": "string"}, {"in": "query", "type": "string"}, {}]
+    for pair in itertools.product(items, repeat=2):
+        value = list(pair)
+        text = json.dumps(value, separators=(",", ":"))
+        assert (rx.fullmatch(text) is not None) == validator.is_valid(value), text
+
+
+# nested branches that overlap the outer one (or each other): the test must not call them disjoint
+OVERLAPPING = [
+    {"oneOf": [{"anyOf": [{"type": "integer"}, {"type": "string"}]}, {"type": "string", "maxLength": 1}]},
+    {"oneOf": [{"oneOf": [{"type": "integer", "maximum": 2}, {"type": "integer", "minimum": 5}]},
+               {"type": "integer", "minimum": 2, "maximum": 5}]},
+    {"oneOf": [{"anyOf": [{"required": ["a"]}, {"required": ["b"]}]},
+               {"type": "object", "additionalProperties": False, "properties": {"a": {}}}]},
+    {"oneOf": [{"type": "object", "properties": {"a": {"const": "p"}}, "required": ["a"]},
+               {"anyOf": [{"properties": {"a": {"const": "q"}}, "required": ["a"]}, {"required": ["b"]}]}]},
+]
+VALUES = [0, 1, 2, 3, 5, 6, "", "x", "xy", {}, {"a": 1}, {"a": 2}, {"b": 0}, {"a": 1, "b": 0},
+          {"a": 2, "b": 0}, {"a": "p"}, {"a": "q"}, {"a": "p", "b": 0}, {"a": "q", "b": 0}, None, []]
+
+
+@pytest.mark.parametrize("schema", OVERLAPPING, ids=[json.dumps(s)[:60] for s in OVERLAPPING])
+def test_overlapping_nested_branches_stay_exact(schema):
+    grammar = lower_json_schema(schema, whitespace="compact", any_depth=1)
+    exact = not [n for n in grammar.annotations if "not exact" in n]
+    rx = re.compile(grammar_to_regex(grammar), re.S)
+    validator = jsonschema.Draft202012Validator(schema)
+    for value in VALUES:
+        text = json.dumps(value, separators=(",", ":"))
+        accepted = rx.fullmatch(text) is not None
+        assert accepted <= validator.is_valid(value), f"accepted invalid {text}"
+        if exact:
+            assert accepted == validator.is_valid(value), f"rejected valid {text}"
