@@ -73,3 +73,37 @@ def test_overlapping_nested_branches_stay_exact(schema):
         assert accepted <= validator.is_valid(value), f"accepted invalid {text}"
         if exact:
             assert accepted == validator.is_valid(value), f"rejected valid {text}"
+
+
+# Swagger 2.0's `schema: oneOf [schema, fileSchema]`: fileSchema requires `type: file`, the other
+# branch does not require `type` but allows only JSON Schema's type names: disjoint (a plain union)
+ONE_SIDE_REQUIRED = {"oneOf": [
+    {"type": "object", "required": ["type"], "additionalProperties": False,
+     "properties": {"type": {"enum": ["file"]}, "format": {"type": "string"}}},
+    {"type": "object", "additionalProperties": False,
+     "properties": {"type": {"anyOf": [{"enum": ["string", "array"]}, {"type": "array"}]},
+                    "format": {"type": "string"}}}]}
+
+
+def test_a_member_only_one_branch_requires_still_tells_them_apart():
+    grammar = lower_json_schema(ONE_SIDE_REQUIRED, whitespace="compact", any_depth=1)
+    assert not grammar.annotations
+    rx = re.compile(grammar_to_regex(grammar), re.S)
+    validator = jsonschema.Draft202012Validator(ONE_SIDE_REQUIRED)
+    for value in [{}, {"type": "file"}, {"type": "string"}, {"type": ["string"]}, {"type": "x"},
+                  {"format": "f"}, {"type": "file", "format": "f"}, {"type": "array", "format": ""}, 1]:
+        text = json.dumps(value, separators=(",", ":"))
+        assert (rx.fullmatch(text) is not None) == validator.is_valid(value), text
+
+
+def test_an_enum_under_a_draft04_meta_schema_ref_is_evaluated_in_the_meta_schema():
+    """`#/definitions/simpleTypes` inside draft-04's `properties/type` resolves in the
+    meta-schema, not in the (draft-04) document that refers to it."""
+    schema = {"$schema": "http://json-schema.org/draft-04/schema#", "type": "object",
+              "properties": {"t": {"allOf": [{"$ref": "http://json-schema.org/draft-04/schema#/properties/type"}],
+                                   "enum": ["string", "file", ["array"]]}}}
+    rx = re.compile(grammar_to_regex(lower_json_schema(schema, whitespace="compact", any_depth=1)), re.S)
+    validator = jsonschema.Draft4Validator(schema)
+    for value in [{}, {"t": "string"}, {"t": "file"}, {"t": ["array"]}, {"t": "array"}]:
+        text = json.dumps(value, separators=(",", ":"))
+        assert (rx.fullmatch(text) is not None) == validator.is_valid(value), text

@@ -149,11 +149,12 @@ def _objects_disjoint(lw: "Lowerer", a: dict, b: dict, depth: int) -> bool:
             view = property_view(y, name)
             if view is not None and lw.normalize(view) is False:
                 return True
-            if name in y.get("required", []):
-                vx, vy = property_view(x, name), property_view(y, name)
-                if vx is not None and vy is not None and disjoint(
-                        lw, lw.normalize(vx), lw.normalize(vy), depth + 1):
-                    return True
+            # x's required member is there, so y's schema for it applies too (y need not require it:
+            # Swagger's fileSchema requires `type: file`, its schema allows only JSON Schema's types)
+            vx = property_view(x, name)
+            if vx is not None and view is not None and disjoint(
+                    lw, lw.normalize(vx), lw.normalize(view), depth + 1):
+                return True
     return False
 
 

@@ -43,12 +43,23 @@ class Verdict:
             return quick
         validator = self._validator()
         try:
-            sub = validator.evolve(schema=s)
-            if node.base != self.refs.root.base:
-                sub = validator.evolve(schema={"$id": node.base, **s}) if isinstance(s, dict) else sub
-            return sub.is_valid(value)
+            return self._at_base(validator, s, node.base).is_valid(value)
         except Exception as exc:  # noqa: BLE001 - a schema jsonschema cannot evaluate
             raise self.fail(node.ptr, f"cannot evaluate enum/const against this schema: {exc}") from None
+
+    def _at_base(self, validator, s, base: str):
+        """A validator for sub-schema `s` whose refs resolve against `base` (its resource).
+        Why not `{"$id": base, **s}`: draft-04 names it `id`, and a meta-schema's own
+        `#/definitions/...` must resolve inside the meta-schema (Swagger 2.0 refers to
+        draft-04's `properties/type`), not inside the document."""
+        if base == self.refs.root.base:
+            return validator.evolve(schema=s)
+        try:
+            resolver = validator._resolver.lookup(base).resolver
+        except Exception:  # noqa: BLE001 - not a resource the registry knows: name it in place
+            return validator.evolve(schema={"$id": base, **s}) if isinstance(s, dict) else \
+                validator.evolve(schema=s)
+        return validator.evolve(schema=s, _resolver=resolver)
 
     def _validator(self):
         v = self._validators.get("root")
