@@ -25,6 +25,8 @@ SCHEMAS = [
     {"oneOf": [{"not": {"required": ["x"]}}, {"dependencies": {"x": False}}]},
     {"type": "object", "not": {"dependentRequired": {"x": ["y"]}}},
     {"type": "object", "not": {"dependentSchemas": {"x": {"properties": {"x": {"type": "string"}}}}}},
+    # patternProperties whose schemas allow every value: nothing violates them
+    {"type": "object", "not": {"patternProperties": {"^x": {"description": "any"}}, "required": ["y"]}},
 ]
 
 
@@ -54,3 +56,8 @@ def test_a_negation_of_itself_is_refused_by_its_pointer_not_by_recursion_depth(s
     compiler = GrammarCompiler(Vocabulary.from_token_bytes([bytes([b]) for b in range(256)] + [None], eos_ids=[256]))
     with pytest.raises(ConstraintError, match=re.escape(f"JSON Schema {pointer}: `not` is not enforced: a negation that refers")):
         compiler.compile_json_schema(schema)
+
+
+def test_negated_pattern_properties_that_allow_every_value_are_exact_not_noted():
+    schema = {"type": "object", "not": {"patternProperties": {"^x-": {"description": "any"}}, "required": ["a"]}}
+    assert lower_json_schema(schema, whitespace="compact", any_depth=1).annotations == []

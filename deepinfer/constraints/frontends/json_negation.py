@@ -162,6 +162,8 @@ class Negation:
                 a["properties"] = props
                 alts.append(a)
             return alts
+        if key == "patternProperties" and all(_allows_all(self.lw.normalize(v)) for v in value.values()):
+            return []  # no member value can fail a schema that allows every value
         if key in _BOUND_NEGATIONS:
             group, neg_key, transform = _BOUND_NEGATIONS[key]
             inside = _with_types(d, type_set(d) & (group | ({"number"} if "integer" in group else set())))
@@ -209,6 +211,11 @@ def bound_written_at(d: dict, node: Node, key: str) -> str:
         if opposite is not None and isinstance(negated, dict) and opposite in negated:
             return f"{src.ptr}/not/{opposite}"
     return f"{node.ptr}/{key}"
+
+
+def _allows_all(norm) -> bool:
+    """A normalized schema every value satisfies (True, or annotations only)."""
+    return norm is True or (isinstance(norm, dict) and not [k for k in norm if k not in META])
 
 
 def _with_types(d: dict, types) -> dict:
