@@ -43,6 +43,9 @@ class _Additional:
         self.ws = lw.ws
         self.pp: dict[str, Node] = d.get("patternProperties", {})
         self.addl: Node | None = d.get("additionalProperties")
+        # (names, patterns): only names that are none of these and match none of these
+        # (json_objects' special member for a negated additionalProperties)
+        self.except_: tuple | None = d.get("_names_except")
 
     def member(self) -> Expr:
         addl_norm = self.lw.normalize(self.addl) if self.addl is not None else True
@@ -69,6 +72,8 @@ class _Additional:
             return ir.NOTHING
         else:
             key_lang = None
+        if self.except_ is not None:
+            key_lang = self._restricted(not_in(self.names) if key_lang is None else key_lang)
         if key_lang is None and self.d.get("propertyNames") is None:
             # the plain complement of the names, encoded in the walk that builds it (json_not_in);
             # never empty (the names are finite)
@@ -125,10 +130,26 @@ class _Additional:
         return alt(*parts) if parts else ir.NOTHING
 
     def _additional_member(self, key: Expr, node, norm) -> Expr:
+        if self.except_ is not None:
+            key = self._restricted(key)
         if key == ir.NOTHING or norm is False:
             return ir.NOTHING
         value = self.lw.any_value(self.lw.additional_depth()) if norm is True else self.lw.lower(node)
         return seq(quoted(encode_expr(key)), self.ws.colon, value) if value != ir.NOTHING else ir.NOTHING
+
+    def _restricted(self, key: Expr) -> Expr:
+        """key minus the excepted names and every name an excepted pattern matches (their
+        exact `re.search` languages, so that no name they match is left in)."""
+        names, patterns = self.except_
+        try:
+            lang = dfa_ops.expr_dfa(minus_words(key, list(names)) if names else key)
+            for p in patterns:
+                lang = dfa_ops.minus(lang, dfa_ops.expr_dfa(parse_pattern(p, exact=True)))
+            return dfa_ops.to_expr(lang)
+        except (dfa_ops.DfaOpError, PatternError) as exc:
+            self.lw.unsupported(f"{self.ptr}/not", "not", f"the names a negated additionalProperties "
+                                                         f"leaves: {exc}")
+            return ir.NOTHING
 
     def _pattern_minus_declared(self, pattern: str) -> Expr:
         try:

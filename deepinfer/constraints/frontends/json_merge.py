@@ -120,7 +120,7 @@ def merge(a: dict | bool, b: dict | bool, where: Node) -> dict | bool:
                 out["_patterns"] = [p for p in dict.fromkeys(list(out.get("_patterns", [])) + [value])
                                     if p != mine]
         elif key in ("_sources", "_not_enum", "_forbid", "_oneOfs", "_conds", "_patterns", "_not_patterns",
-                     "_not_multiple_of"):
+                     "_not_multiple_of", "_some_member"):
             out[key] = list(mine) + list(value)
         elif key == NOT_PATTERN_AT:
             out[key] = {**mine, **value}

@@ -162,6 +162,8 @@ class Negation:
                 a["properties"] = props
                 alts.append(a)
             return alts
+        if key == "additionalProperties":
+            return self._negate_additional(d, n, value)
         if key == "patternProperties" and all(_allows_all(self.lw.normalize(v)) for v in value.values()):
             return []  # no member value can fail a schema that allows every value
         if key in _BOUND_NEGATIONS:
@@ -170,6 +172,23 @@ class Negation:
             inside = self.lw.merged(inside, {neg_key: transform(value), "_sources": []}, Node({}, ptr, ""))
             return [inside]  # other types satisfy the bound: they are not in its negation
         return None  # not expressible here
+
+    def _negate_additional(self, d: dict, n: dict, addl: Node) -> list:
+        """¬additionalProperties: some member that n declares by no property and no pattern has a
+        value `addl` rejects (the `_some_member` marker: json_objects generates one, declared
+        or undeclared)."""
+        fails = self.lw.normalize(synthetic({"not": addl}, addl))
+        if fails is False:
+            return []  # addl allows every value: nothing violates it
+        base = _with_types(d, type_set(d) & {"object"})
+        if not type_set(base):
+            return []
+        declared = list(n.get("properties", {}))
+        patterns = list(n.get("patternProperties", {}))
+        a = dict(base)  # json_objects: a declared or an undeclared member, at least one
+        a["_some_member"] = list(d.get("_some_member", [])) + [
+            (tuple(declared), tuple(patterns), synthetic({"not": addl}, addl))]
+        return [a]
 
     def _negate_one_of(self, d: dict, one_ofs: list, ptr: str) -> list:
         out = []

@@ -1,0 +1,49 @@
+"""`not: {additionalProperties: ...}`: an object with some member the negated schema declares by
+no property and no pattern, whose value its additionalProperties rejects. Generated exactly
+(declared or undeclared member, json_objects' SPECIAL bit), differential against jsonschema:
+Swagger 2.0's `responses` ("not only x- members") and oneOf branches of closed objects."""
+
+import itertools
+import json
+import re
+
+import jsonschema
+import pytest
+
+from deepinfer.constraints.frontends.json_regex import grammar_to_regex
+from deepinfer.constraints.frontends.json_schema import lower_json_schema
+
+SCHEMAS = [
+    # Swagger 2.0 `responses`: status codes or x- extensions, not x- extensions only
+    {"type": "object", "minProperties": 1, "additionalProperties": False,
+     "patternProperties": {"^([0-9]{3})$|^(default)$": {"type": "integer"}, "^x-": {}},
+     "not": {"type": "object", "additionalProperties": False, "patternProperties": {"^x-": {}}}},
+    {"type": "object", "not": {"additionalProperties": False}},
+    {"type": "object", "not": {"additionalProperties": False, "properties": {"a": {}}}},
+    {"type": "object", "properties": {"a": {}, "b": {"type": "integer"}},
+     "not": {"additionalProperties": False, "properties": {"a": {}}}},
+    {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["b"],
+     "not": {"additionalProperties": False, "properties": {"b": {}}}},
+    {"type": "object", "not": {"additionalProperties": {"type": "string"}, "properties": {"a": {}}}},
+    {"type": "object", "maxProperties": 2, "not": {"additionalProperties": {"type": "string"}}},
+    {"type": "object", "patternProperties": {"^b": {"type": "integer"}},
+     "not": {"additionalProperties": False, "patternProperties": {"^a": {}}}},
+    {"oneOf": [{"anyOf": [{"required": ["a"]}, {"required": ["b"]}]},
+               {"type": "object", "additionalProperties": False, "properties": {"a": {}}}]},
+    {"oneOf": [{"type": "object", "properties": {"a": {"const": "x"}}, "required": ["a"]},
+               {"type": "object", "additionalProperties": False, "properties": {"a": {}, "b": {}}}]},
+]
+NAMES = ["a", "b", "200", "x-y"]
+VALUES = [dict(zip(keys, vals)) for n in range(3) for keys in itertools.combinations(NAMES, n)
+          for vals in itertools.product([1, "x"], repeat=n)] + [None, 1, [], {"default": 1, "x-": "s"}]
+
+
+@pytest.mark.parametrize("schema", SCHEMAS, ids=[json.dumps(s)[:60] for s in SCHEMAS])
+def test_negated_additional_properties_is_exact(schema):
+    grammar = lower_json_schema(schema, whitespace="compact", any_depth=1)
+    assert grammar.annotations == []
+    rx = re.compile(grammar_to_regex(grammar), re.S)
+    validator = jsonschema.Draft202012Validator(schema)
+    for value in VALUES:  # members in the order the schemas declare them
+        text = json.dumps(value, separators=(",", ":"))
+        assert (rx.fullmatch(text) is not None) == validator.is_valid(value), text
