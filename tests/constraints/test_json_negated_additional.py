@@ -1,6 +1,6 @@
 """`not: {additionalProperties: ...}`: an object with some member the negated schema declares by
 no property and no pattern, whose value its additionalProperties rejects. Generated exactly
-(declared or undeclared member, json_objects' SPECIAL bit), differential against jsonschema:
+(declared or undeclared member, several at once: json_some_member), differential against jsonschema:
 Swagger 2.0's `responses` ("not only x- members") and oneOf branches of closed objects."""
 
 import itertools
@@ -28,6 +28,15 @@ SCHEMAS = [
     {"type": "object", "maxProperties": 2, "not": {"additionalProperties": {"type": "string"}}},
     {"type": "object", "patternProperties": {"^b": {"type": "integer"}},
      "not": {"additionalProperties": False, "patternProperties": {"^a": {}}}},
+    # several at once: a member other than a, and one other than b (one member may be both)
+    {"type": "object", "not": {"additionalProperties": False, "properties": {"a": {}}},
+     "allOf": [{"not": {"additionalProperties": False, "properties": {"b": {}}}}]},
+    {"type": "object", "maxProperties": 2, "properties": {"a": {}},
+     "allOf": [{"not": {"additionalProperties": {"type": "string"}, "properties": {"a": {}}}},
+               {"not": {"additionalProperties": False, "properties": {"200": {}}}}]},
+    {"oneOf": [{"type": "object", "additionalProperties": False, "properties": {"a": {}}},
+               {"type": "object", "additionalProperties": False, "properties": {"b": {}}},
+               {"type": "object", "additionalProperties": False, "properties": {"a": {}, "b": {}}}]},
     {"oneOf": [{"anyOf": [{"required": ["a"]}, {"required": ["b"]}]},
                {"type": "object", "additionalProperties": False, "properties": {"a": {}}}]},
     {"oneOf": [{"type": "object", "properties": {"a": {"const": "x"}}, "required": ["a"]},

@@ -17,7 +17,7 @@ from deepinfer.constraints import ir
 from deepinfer.constraints.ir import Expr, alt, optional, repeat, seq
 
 from .json_additional import additional_member, member_text, name_matches
-from .json_merge import synthetic
+from .json_some_member import SomeMembers
 from .json_order import META
 from .json_negation import bound_written_at
 from .json_refs import Node
@@ -26,7 +26,6 @@ from .json_text import encode_text
 if TYPE_CHECKING:  # pragma: no cover
     from .json_lowerer import Lowerer
 
-SPECIAL = ("special",)  # presence bit: a declared member was the one `_some_member` asks for
 MAX_COUNTED_OPTIONAL = 10  # min/maxProperties > 1 unroll 2^k paths over this many optional members
 
 
@@ -93,8 +92,7 @@ class _ObjectLowering:
             self.cap = 0
         mark = self.lw.empty_mark()
         self.additional = additional_member(self.lw, self.d, self.node, self.names)
-        self.special = self._special_member()
-        self.special_declared = self._special_declared()
+        self.some = SomeMembers(self.lw, self.d, self.node, self.names)  # a negated additionalProperties
         self.lw.forgive_empty(mark)  # no undeclared member at all is fine unless minProperties says
 
         body = self._state(0, True, 0, frozenset())
@@ -115,54 +113,22 @@ class _ObjectLowering:
             return ir.NOTHING
         return seq(self.ws.open("{"), body, self.ws.close("}"))
 
-    def _special_member(self) -> Expr | None:
-        """The undeclared member a negated `additionalProperties` asks for (json_negation's
-        `_some_member`: a name the negated schema did not declare, a value it rejected), or
-        None when there is no such marker."""
-        wanted = self.d.get("_some_member", [])
-        if not wanted:
-            return None
-        if len(wanted) > 1:
-            self.lw.unsupported(f"{self.ptr}/not", "not", "several negated `additionalProperties` at once")
-            return None
-        declared, patterns, value = wanted[0]
-        d = {k: v for k, v in self.d.items() if k != "_some_member"}
-        d["additionalProperties"] = value if self.addl is None else synthetic({"allOf": [self.addl, value]}, value)
-        d["patternProperties"] = {p: synthetic({"allOf": [n, value]}, n) for p, n in self.pp.items()}
-        d["_names_except"] = (declared, patterns)
-        return additional_member(self.lw, d, self.node, self.names)
-
-    def _special_declared(self) -> dict[str, Expr]:
-        """Declared names that can be the special member too: name -> the member with a value
-        also valid against the marker's value schema (the presence machine's SPECIAL bit)."""
-        if self.special is None:
-            return {}
-        declared, patterns, value = self.d["_some_member"][0]
-        out = {}
-        for name, member in zip(self.names, self.members):
-            if member == ir.NOTHING or name in declared or any(name_matches(p, name) for p in patterns):
-                continue
-            schemas = [self.props[name]] if name in self.props else []
-            matches = [n for p, n in self.pp.items() if name_matches(p, name)]
-            if not schemas and not matches and self.addl is not None:
-                schemas = [self.addl]
-            special = member_text(self.lw, encode_text(name), schemas + matches + [value])
-            if special != ir.NOTHING:
-                out[name] = special
-        return out
-
     def _bound_at(self, key: str) -> tuple[str, str]:
         """(pointer, keyword) where bound `key` was written (`not: {maxProperties: 1}` is a
         minProperties)."""
         ptr = bound_written_at(self.d, self.node, key)
         return ptr, ptr.rsplit("/", 1)[-1]
 
-    def _member(self, name: str) -> Expr:
+    def _schemas(self, name: str) -> list[Node]:
+        """What declared member `name`'s value must satisfy."""
         schemas = [self.props[name]] if name in self.props else []
         matches = [n for p, n in self.pp.items() if name_matches(p, name)]
         if not schemas and not matches and self.addl is not None:
             schemas = [self.addl]
-        schemas += matches
+        return schemas + matches
+
+    def _member(self, name: str) -> Expr:
+        schemas = self._schemas(name)
         names_schema = self.d.get("propertyNames")
         if names_schema is not None and not self.lw.valid(name, names_schema):
             return ir.NOTHING
@@ -187,10 +153,10 @@ class _ObjectLowering:
         tracked = name in self.tracked
         nbits = bits | {name} if tracked else bits
         ncount = min(count + 1, self.cap)
-        special = self.special_declared.get(name) if SPECIAL not in bits else None
-        # this declared member as the one a negated additionalProperties asks for
-        as_special = [] if special is None else [
-            seq(comma, special, self._state(i + 1, False, ncount, nbits | {SPECIAL}))]
+        # this declared member as one a negated additionalProperties asks for (json_some_member)
+        as_special = [seq(comma, variant, self._state(i + 1, False, ncount, nbits | marks))
+                      for variant, marks in self.some.declared_variants(name, self._schemas(name), bits)
+                      ] if self.some and member != ir.NOTHING else []
         if name in self.required:
             return alt(seq(comma, member, self._state(i + 1, False, ncount, nbits)), *as_special)
         if member == ir.NOTHING:
@@ -216,11 +182,11 @@ class _ObjectLowering:
             hi = -1  # already more than maxProperties
         if hi is not None and hi < lo:
             return ir.NOTHING
-        if self.special is not None and SPECIAL not in bits:
+        if self.some:
             if lo > 1:  # as below: several undeclared members cannot be counted
                 self._distinct_cut = True
                 return ir.NOTHING
-            return self._with_special(first, hi)
+            return self.some.tail(first, bits, lo, hi, self.additional)
         if self.additional == ir.NOTHING:
             return ir.EMPTY if lo == 0 else ir.NOTHING
         if lo > 1:
@@ -235,26 +201,3 @@ class _ObjectLowering:
         if hi == 0:
             return ir.EMPTY
         return some if lo > 0 else optional(some)
-
-    def _with_special(self, first: bool, hi: int | None) -> Expr:
-        """Additional members, at most `hi` of them, at least one of which is the special one
-        (lo <= 1 here: one member is always there)."""
-        special, comma = self.special, self.ws.comma
-        if special == ir.NOTHING or self.additional == ir.NOTHING or (hi is not None and hi < 1):
-            return ir.NOTHING
-        rest = seq(comma, self.additional)
-        if hi is None:
-            after = repeat(rest)
-            if not first:
-                return seq(repeat(rest), comma, special, after)
-            return alt(seq(special, after), seq(self.additional, repeat(rest), comma, special, after))
-        parts = []
-        for before in range(hi):  # `before` members come first, the special one, then the rest
-            after = repeat(rest, 0, hi - 1 - before)
-            if not first:
-                parts.append(seq(repeat(rest, before, before), comma, special, after))
-            elif before == 0:
-                parts.append(seq(special, after))
-            else:
-                parts.append(seq(self.additional, repeat(rest, before - 1, before - 1), comma, special, after))
-        return alt(*parts)
