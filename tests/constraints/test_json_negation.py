@@ -1,4 +1,4 @@
-"""Negation of oneOf, items and dependencies: differential against jsonschema."""
+"""Negation of oneOf, anyOf, if/then/else, items and dependencies: differential against jsonschema."""
 
 import json
 import re
@@ -25,6 +25,13 @@ SCHEMAS = [
     {"oneOf": [{"not": {"required": ["x"]}}, {"dependencies": {"x": False}}]},
     {"type": "object", "not": {"dependentRequired": {"x": ["y"]}}},
     {"type": "object", "not": {"dependentSchemas": {"x": {"properties": {"x": {"type": "string"}}}}}},
+    # anyOf next to other keywords (no branch holds), if/then/else (C and not T, or not C and not E)
+    {"not": {"type": "object", "anyOf": [{"required": ["x"]}, {"required": ["y"]}]}},
+    {"not": {"minProperties": 1, "anyOf": [{"required": ["x"]}, {"properties": {"y": {"type": "string"}}}]}},
+    {"not": {"if": {"required": ["x"]}, "then": {"required": ["y"]},
+             "else": {"properties": {"y": {"type": "string"}}}}},
+    {"not": {"type": "object", "if": {"required": ["x"]}, "then": {"required": ["y"]}}},
+    {"not": {"type": "object", "if": {"required": ["x"]}, "else": {"required": ["y"]}}},
     # patternProperties whose schemas allow every value: nothing violates them
     {"type": "object", "not": {"patternProperties": {"^x": {"description": "any"}}, "required": ["y"]}},
 ]

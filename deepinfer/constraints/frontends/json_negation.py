@@ -164,6 +164,24 @@ class Negation:
             return alts
         if key == "additionalProperties":
             return self._negate_additional(d, n, value)
+        if key == "anyOf":  # ¬anyOf: no branch holds
+            alts = [d]
+            for branch in value:
+                alts = [y for a in alts for y in self.negate(a, branch, ptr) if y is not False]
+                if len(alts) > MAX_ALTERNATIVES:
+                    raise self.lw.fail(ptr, f"composition expands to more than {MAX_ALTERNATIVES} alternatives")
+            return alts
+        if key == "if":  # ¬(if C then T else E), for any one of the conditions: C ∧ ¬T, or ¬C ∧ ¬E
+            alts = []
+            for cond, then, other in n["_conds"]:
+                if then is not None:
+                    alts += self.negate(self.lw.merged(d, self.lw.normalize(cond), cond), then, ptr)
+                if other is not None:
+                    alts += [y for x in self.negate(d, cond, ptr) if x is not False
+                             for y in self.negate(x, other, ptr)]
+                if len(alts) > MAX_ALTERNATIVES:
+                    raise self.lw.fail(ptr, f"composition expands to more than {MAX_ALTERNATIVES} alternatives")
+            return [a for a in alts if a is not False]
         if key == "patternProperties" and all(_allows_all(self.lw.normalize(v)) for v in value.values()):
             return []  # no member value can fail a schema that allows every value
         if key in _BOUND_NEGATIONS:
