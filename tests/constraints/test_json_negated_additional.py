@@ -56,3 +56,28 @@ def test_negated_additional_properties_is_exact(schema):
     for value in VALUES:  # members in the order the schemas declare them
         text = json.dumps(value, separators=(",", ":"))
         assert (rx.fullmatch(text) is not None) == validator.is_valid(value), text
+
+
+# `not: {patternProperties}`: some member a pattern matches has a value that pattern's schema rejects
+PATTERN_SCHEMAS = [
+    {"type": "object", "not": {"patternProperties": {"^a": {"type": "string"}}}},
+    {"type": "object", "additionalProperties": False, "patternProperties": {"b": {}},
+     "not": {"patternProperties": {"^a": {"type": "string"}}}},
+    {"type": "object", "not": {"patternProperties": {"^a": {"type": "string"}, "b": {"type": "null"}}}},
+    {"type": "object", "not": {"patternProperties": {"^a": {"type": "string"}}, "additionalProperties": False}},
+    {"oneOf": [{"type": "object", "patternProperties": {"a": {"type": "string"}}},
+               {"type": "object", "patternProperties": {"b": {"type": "string"}}}]},
+]
+PATTERN_VALUES = [dict(zip(keys, vals)) for n in range(3) for keys in itertools.combinations(["a", "ab", "b", "x"], n)
+                  for vals in itertools.product([1, "x", None], repeat=n)] + [None, 1, []]
+
+
+@pytest.mark.parametrize("schema", PATTERN_SCHEMAS, ids=[json.dumps(s)[:60] for s in PATTERN_SCHEMAS])
+def test_negated_pattern_properties_is_exact(schema):
+    grammar = lower_json_schema(schema, whitespace="compact", any_depth=1)
+    assert grammar.annotations == []
+    rx = re.compile(grammar_to_regex(grammar), re.S)
+    validator = jsonschema.Draft202012Validator(schema)
+    for value in PATTERN_VALUES:
+        text = json.dumps(value, separators=(",", ":"))
+        assert (rx.fullmatch(text) is not None) == validator.is_valid(value), text

@@ -43,8 +43,8 @@ class _Additional:
         self.ws = lw.ws
         self.pp: dict[str, Node] = d.get("patternProperties", {})
         self.addl: Node | None = d.get("additionalProperties")
-        # (names, patterns): only names that are none of these and match none of these
-        # (json_objects' special member for a negated additionalProperties)
+        # (names, patterns, within): only names that are none of `names`, match none of `patterns`
+        # and match every pattern of `within` (json_some_member's member for a negated keyword)
         self.except_: tuple | None = d.get("_names_except")
 
     def member(self) -> Expr:
@@ -138,17 +138,18 @@ class _Additional:
         return seq(quoted(encode_expr(key)), self.ws.colon, value) if value != ir.NOTHING else ir.NOTHING
 
     def _restricted(self, key: Expr) -> Expr:
-        """key minus the excepted names and every name an excepted pattern matches (their
-        exact `re.search` languages, so that no name they match is left in)."""
-        names, patterns = self.except_
+        """key minus the excepted names and every name an excepted pattern matches, within the
+        names every `within` pattern matches (exact `re.search` languages both ways)."""
+        names, patterns, within = self.except_
         try:
             lang = dfa_ops.expr_dfa(minus_words(key, list(names)) if names else key)
             for p in patterns:
                 lang = dfa_ops.minus(lang, dfa_ops.expr_dfa(parse_pattern(p, exact=True)))
+            for p in within:  # exact too: a name Python's `re.search` would not match is no member of it
+                lang = dfa_ops.intersect(lang, dfa_ops.expr_dfa(parse_pattern(p, exact=True)))
             return dfa_ops.to_expr(lang)
         except (dfa_ops.DfaOpError, PatternError) as exc:
-            self.lw.unsupported(f"{self.ptr}/not", "not", f"the names a negated additionalProperties "
-                                                         f"leaves: {exc}")
+            self.lw.unsupported(f"{self.ptr}/not", "not", f"the member names a negation asks for: {exc}")
             return ir.NOTHING
 
     def _pattern_minus_declared(self, pattern: str) -> Expr:

@@ -182,8 +182,12 @@ class Negation:
                 if len(alts) > MAX_ALTERNATIVES:
                     raise self.lw.fail(ptr, f"composition expands to more than {MAX_ALTERNATIVES} alternatives")
             return [a for a in alts if a is not False]
-        if key == "patternProperties" and all(_allows_all(self.lw.normalize(v)) for v in value.values()):
-            return []  # no member value can fail a schema that allows every value
+        if key == "patternProperties":  # some member a pattern matches has a value its schema rejects
+            base = _with_types(d, type_set(d) & {"object"})
+            return [] if not type_set(base) else [
+                {**base, "_some_member": list(d.get("_some_member", [])) + [
+                    ((), (), synthetic({"not": sub}, sub), (pattern,))]}
+                for pattern, sub in value.items() if not _allows_all(self.lw.normalize(sub))]
         if key in _BOUND_NEGATIONS:
             group, neg_key, transform = _BOUND_NEGATIONS[key]
             inside = _with_types(d, type_set(d) & (group | ({"number"} if "integer" in group else set())))
@@ -205,7 +209,7 @@ class Negation:
         patterns = list(n.get("patternProperties", {}))
         a = dict(base)  # json_objects: a declared or an undeclared member, at least one
         a["_some_member"] = list(d.get("_some_member", [])) + [
-            (tuple(declared), tuple(patterns), synthetic({"not": addl}, addl))]
+            (tuple(declared), tuple(patterns), synthetic({"not": addl}, addl), ())]
         return [a]
 
     def _negate_one_of(self, d: dict, one_ofs: list, ptr: str) -> list:

@@ -1,13 +1,17 @@
-"""Objects that must hold some member a negated `additionalProperties` asks for.
+"""Objects that must hold some member a negated `additionalProperties` or `patternProperties`
+asks for.
 
 Owns the `_some_member` markers json_negation puts on an object alternative, each
-(names, patterns, value): the negated schema declared these names and patterns, and `value`
-is the `not` of its additionalProperties, so some member named outside them must hold such a
-value. A declared member can be that member (a variant of it with the extra value schemas,
-marked in json_objects' presence bits), else an undeclared one among the additional members
-after the declared ones (json_additional builds it from the names left). Several markers are
-tracked as a set of satisfied ones; one member may satisfy several. Knows nothing about how
-declared members are ordered or counted (json_objects').
+(names, patterns, value, within): some member whose name is none of `names`, matches none of
+`patterns` and matches every pattern of `within` must hold a value valid against `value`. A
+negated additionalProperties asks for a member named outside what it declared with a value
+its additionalProperties rejects (within: none); a negated patternProperties for a member a
+pattern matches with a value that pattern's schema rejects (names, patterns: none). A
+declared member can be that member (a variant of it with the extra value schemas, marked in
+json_objects' presence bits), else an undeclared one among the additional members after the
+declared ones (json_additional builds it from the names left). Several markers are tracked as
+a set of satisfied ones; one member may satisfy several. Knows nothing about how declared
+members are ordered or counted (json_objects').
 """
 
 from __future__ import annotations
@@ -69,8 +73,9 @@ class SomeMembers:
         return out
 
     def _names_allowed(self, i: int, name: str) -> bool:
-        names, patterns, _ = self.markers[i]
-        return name not in names and not any(name_matches(p, name) for p in patterns)
+        names, patterns, _, within = self.markers[i]
+        return name not in names and not any(name_matches(p, name) for p in patterns) and \
+            all(name_matches(p, name) for p in within)
 
     def _additional_for(self, chosen: frozenset) -> Expr:
         """An undeclared member satisfying every marker in `chosen`."""
@@ -82,7 +87,8 @@ class SomeMembers:
             d["additionalProperties"] = _all_of(([addl] if addl is not None else []) + values)
             d["patternProperties"] = {p: _all_of([n] + values) for p, n in d.get("patternProperties", {}).items()}
             d["_names_except"] = (tuple(n for i in chosen for n in self.markers[i][0]),
-                                  tuple(p for i in chosen for p in self.markers[i][1]))
+                                  tuple(p for i in chosen for p in self.markers[i][1]),
+                                  tuple(p for i in chosen for p in self.markers[i][3]))
             got = self._additional[chosen] = additional_member(self.lw, d, self.node, self.names)
         return got
 
