@@ -32,11 +32,12 @@ from deepinfer.constraints import ir
 from deepinfer.constraints.errors import ConstraintError
 from deepinfer.constraints.ir import Expr, alt, optional, repeat, seq
 
-from .json_merge import canon, synthetic, type_set
+from .json_merge import canon, type_set
 from .json_order import META
 from .json_pattern import PatternError, parse_pattern
 from .json_negation import bound_written_at
 from .json_refs import Node
+from .json_contains import lower_contains
 from .json_text import value_text
 from .json_words import spell_out
 
@@ -125,32 +126,9 @@ def elements(lw: "Lowerer", prefix: list[Expr], rest: Expr, lo: int, hi: int | N
 
 
 def _contains(lw: "Lowerer", d: dict, node: Node, prefix, rest, lo, hi) -> Expr:
-    ptr = f"{node.ptr}/contains"
-    need = int(d.get("minContains", 1))
-    if "maxContains" in d or prefix or hi is not None:
-        if "_contains_from" in d:  # the negation of `items` (json_negation): some item fails it
-            lw.unsupported(d["_contains_from"], "not", "the negation of `items` (some item fails it) "
-                                                       "with prefixItems or maxItems is not enforced")
-        else:
-            lw.unsupported(ptr, "contains", "contains with maxContains, prefixItems or maxItems is not enforced")
+    if int(d.get("minContains", 1)) == 0 and "maxContains" not in d:  # contains asks nothing
         return seq(lw.ws.open("["), elements(lw, prefix, rest, lo, hi), lw.ws.close("]"))
-    if need == 0:
-        return seq(lw.ws.open("["), elements(lw, prefix, rest, lo, hi), lw.ws.close("]"))
-    rest_node = d.get("items")
-    members = [d["contains"]] + ([rest_node] if rest_node is not None else [])
-    hit = lw.lower(members[0] if len(members) == 1 else synthetic({"allOf": members}, members[0]))
-    if hit == ir.NOTHING:
-        return ir.NOTHING
-    comma = lw.ws.comma
-    # X* C (X* C)^(need-1) X*, written with commas; X includes C, so "at least need" is exact
-    body = hit
-    for _ in range(need - 1):
-        body = seq(body, repeat(seq(comma, rest)), comma, hit)
-    before = repeat(seq(rest, comma))
-    after = repeat(seq(comma, rest), max(lo - need, 0))
-    if lo > need:
-        lw.note(f"{node.ptr}/minItems: with contains, the extra items come after the matches")
-    return seq(lw.ws.open("["), before, body, after, lw.ws.close("]"))
+    return lower_contains(lw, d, node, list(d.get("prefixItems", [])), d.get("items"), lo, hi)
 
 
 def _unique(lw: "Lowerer", d: dict, node: Node, prefix_nodes, rest_node, prefix, rest, lo, hi) -> Expr:

@@ -1,0 +1,50 @@
+"""`contains` with minContains, maxContains, minItems, maxItems and prefixItems: counted exactly
+(json_contains), differential against jsonschema on every array of up to 4 items over a small
+alphabet. Before, maxContains, maxItems and prefixItems next to `contains` were refused, and
+minItems above minContains put the extra items after the matches."""
+
+import itertools
+import json
+import re
+
+import jsonschema
+import pytest
+
+from deepinfer.constraints import ConstraintError
+from deepinfer.constraints.frontends.json_regex import grammar_to_regex
+from deepinfer.constraints.frontends.json_schema import lower_json_schema
+
+SCHEMAS = [
+    {"type": "array", "contains": {"const": "a"}},
+    {"type": "array", "contains": {"const": "a"}, "maxContains": 2},
+    {"type": "array", "contains": {"const": "a"}, "minContains": 2, "maxContains": 3},
+    {"type": "array", "contains": {"const": "a"}, "minContains": 0, "maxContains": 1},
+    {"type": "array", "contains": {"const": "a"}, "maxItems": 3},
+    {"type": "array", "contains": {"const": "a"}, "minItems": 3},
+    {"type": "array", "contains": {"const": "a"}, "minContains": 2, "minItems": 3, "maxItems": 4},
+    {"type": "array", "prefixItems": [{"type": "integer"}], "contains": {"const": "a"}},
+    {"type": "array", "prefixItems": [{"const": "a"}], "items": {"type": "string"}, "contains": {"const": "a"},
+     "maxContains": 1},
+    {"type": "array", "items": {"type": "string"}, "contains": {"enum": ["a", "b"]}, "minContains": 2,
+     "maxItems": 3},
+    {"type": "array", "not": {"items": {"type": "string"}}, "maxItems": 3},
+    {"type": "array", "prefixItems": [{"type": "string"}], "not": {"items": {"type": "string"}}},
+]
+VALUES = [list(v) for n in range(5) for v in itertools.product(["a", "b", 1], repeat=n)] + [None, {}, "a"]
+
+
+@pytest.mark.parametrize("schema", SCHEMAS, ids=[json.dumps(s)[:70] for s in SCHEMAS])
+def test_contains_counts_are_exact(schema):
+    grammar = lower_json_schema(schema, whitespace="compact", any_depth=1)
+    assert grammar.annotations == []
+    rx = re.compile(grammar_to_regex(grammar), re.S)
+    validator = jsonschema.Draft202012Validator(schema)
+    for value in VALUES:
+        text = json.dumps(value, separators=(",", ":"))
+        assert (rx.fullmatch(text) is not None) == validator.is_valid(value), text
+
+
+def test_a_contains_that_cannot_be_negated_for_max_contains_fails_closed_where_it_is():
+    # maxContains needs the items that do not match; excluding 1 from all numbers is not enforced
+    with pytest.raises(ConstraintError, match="/contains/not"):
+        lower_json_schema({"type": "array", "contains": {"const": 1}, "maxContains": 1})
