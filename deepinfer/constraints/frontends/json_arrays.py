@@ -126,7 +126,8 @@ def elements(lw: "Lowerer", prefix: list[Expr], rest: Expr, lo: int, hi: int | N
 
 
 def _contains(lw: "Lowerer", d: dict, node: Node, prefix, rest, lo, hi) -> Expr:
-    if int(d.get("minContains", 1)) == 0 and "maxContains" not in d:  # contains asks nothing
+    if int(d.get("minContains", 1)) == 0 and "maxContains" not in d and "_contains_more" not in d:
+        # contains asks nothing
         return seq(lw.ws.open("["), elements(lw, prefix, rest, lo, hi), lw.ws.close("]"))
     return lower_contains(lw, d, node, list(d.get("prefixItems", [])), d.get("items"), lo, hi)
 
@@ -181,6 +182,9 @@ def _contains_counts(lw: "Lowerer", d: dict, values: list):
     """(min, max, [value i satisfies `contains`]) or None without `contains`."""
     if "contains" not in d:
         return None
+    if "_contains_more" in d:  # several contains over the orders of distinct values: not counted here
+        lw.unsupported(f"{d['_contains_more'][0][0].ptr}", "contains",
+                       "several `contains` next to uniqueItems over a finite item set are not enforced")
     need = int(d.get("minContains", 1))
     most = d.get("maxContains")
     most = len(values) if most is None else int(most)

@@ -1,11 +1,12 @@
 """Arrays with `contains` (and minContains / maxContains) -> IR.
 
-Owns the count of matching items as a small machine over (position, matches so far): an item
-is a match (its schema and `contains`) or, when maxContains bounds the matches, a non-match
-(its schema and not `contains`); without maxContains any item may stand for a non-match, so
-"at least minContains" is exact without negating `contains`. Positions past the prefix and
-minItems loop when maxItems does not bound them. Works with prefixItems, minItems and
-maxItems (json_arrays' elements). Knows nothing about uniqueItems (json_arrays' orders).
+Owns the count of matching items as a small machine over (position, matches so far of each
+`contains`: allOf members and a negated `items` add more, json_merge.containments). For each
+`contains` an item is a match (its schema and that `contains`) or, when maxContains bounds
+the matches, a non-match (its schema and not that `contains`); without maxContains an item
+need not say, so "at least minContains" is exact without negating `contains`. Positions past
+the prefix and minItems loop when maxItems does not bound them. Works with prefixItems,
+minItems and maxItems. Knows nothing about uniqueItems (json_arrays' orders).
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ from typing import TYPE_CHECKING
 from deepinfer.constraints import ir
 from deepinfer.constraints.ir import Expr, alt, repeat, seq
 
-from .json_merge import synthetic
+from .json_merge import containments, synthetic
 from .json_refs import Node
 
 if TYPE_CHECKING:  # pragma: no cover
     from .json_lowerer import Lowerer
 
 MAX_STATES = 20_000  # (position, matches) pairs unrolled
+MAX_CONTAINS = 3  # `contains` counted together (2^n kinds of item)
 
 
 def lower_contains(lw: "Lowerer", d: dict, node: Node, prefix_nodes: list[Node], rest_node: Node | None,
@@ -34,9 +36,8 @@ class _Contains:
         self.lw, self.d, self.node = lw, d, node
         self.prefix_nodes, self.rest_node = prefix_nodes, rest_node
         self.lo, self.hi = lo, hi
-        self.need = int(d.get("minContains", 1))
-        most = d.get("maxContains")
-        self.most = None if most is None else int(most)
+        # per contains: (node, at least, at most or None)
+        self.conds = [(c, int(low), None if high is None else int(high)) for c, low, high in containments(d)]
         self.k = len(prefix_nodes)
         self.loop_at = max(self.k, lo)  # from here on (maxItems unset) the position no longer matters
         self.comma = lw.ws.comma
@@ -44,36 +45,40 @@ class _Contains:
         self._states: dict[tuple, Expr] = {}
 
     def expr(self) -> Expr:
-        if self.most is not None and self.most < self.need:
+        if len(self.conds) > MAX_CONTAINS:
+            self.lw.unsupported(f"{self.node.ptr}/contains", "contains",
+                                f"more than {MAX_CONTAINS} `contains` on one array are not enforced")
             return ir.NOTHING
-        span = (self.hi if self.hi is not None else self.loop_at + 1) * ((self.most or self.need) + 1)
+        if any(high is not None and high < low for _, low, high in self.conds):
+            return ir.NOTHING
+        counts = 1
+        for _, low, high in self.conds:
+            counts *= (high if high is not None else low) + 1
+        span = (self.hi if self.hi is not None else self.loop_at + 1) * counts
         if span > MAX_STATES:
-            where = f"{self.node.ptr}/maxItems" if self.hi is not None else f"{self.node.ptr}/minItems"
+            where = f"{self.node.ptr}/maxItems" if self.hi is not None else f"{self.node.ptr}/contains"
             self.lw.unsupported(where, where.rsplit("/", 1)[-1],
-                                f"contains counted over {span:,} (position, match) pairs is not enforced")
+                                f"contains counted over {span:,} (position, matches) pairs is not enforced")
             return ir.NOTHING
-        body = self._state(0, 0)
+        body = self._state(0, tuple(0 for _ in self.conds))
         if body == ir.NOTHING:
             return ir.NOTHING
         return seq(self.lw.ws.open("["), body, self.lw.ws.close("]"))
 
     # ------------------------------------------------------------- items
-    def _schema_at(self, i: int) -> Node | None:
-        return self.prefix_nodes[i] if i < self.k else self.rest_node
-
-    def _item(self, i: int, kind: str) -> Expr:
-        """Item at position i: "hit" (matches contains), "miss" (does not), "any"."""
+    def _item(self, i: int, kinds: tuple) -> Expr:
+        """Item at position i; kinds[j]: "hit" (matches contains j), "miss" (does not), "any"."""
         at = min(i, self.k)  # every position past the prefix has the same schema
-        key = (at, kind)
+        key = (at, kinds)
         got = self._items.get(key)
         if got is None:
-            base = self._schema_at(i)
-            contains = self.d["contains"]
+            base = self.prefix_nodes[i] if i < self.k else self.rest_node
             parts = [] if base is None else [base]
-            if kind == "hit":
-                parts.append(contains)
-            elif kind == "miss":
-                parts.append(synthetic({"not": contains}, contains))
+            for (contains, _, _), kind in zip(self.conds, kinds):
+                if kind == "hit":
+                    parts.append(contains)
+                elif kind == "miss":
+                    parts.append(synthetic({"not": contains}, contains))
             if not parts:
                 got = self.lw.any_value()
             else:
@@ -81,9 +86,23 @@ class _Contains:
             self._items[key] = got
         return got
 
+    def _moves(self, m: tuple) -> list[tuple[tuple, tuple]]:
+        """(item kinds, matches after it) from matches m: each contains either counts the item
+        (up to minContains without maxContains, up to maxContains with it) or does not."""
+        per = []
+        for (_, low, high), count in zip(self.conds, m):
+            if high is None:
+                per.append([("any", count)] + ([("hit", count + 1)] if count < low else []))
+            else:
+                per.append([("miss", count)] + ([("hit", count + 1)] if count < high else []))
+        out = [((), ())]
+        for options in per:
+            out = [(kinds + (kind,), after + (c,)) for kinds, after in out for kind, c in options]
+        return out
+
     # ------------------------------------------------------------ states
-    def _state(self, i: int, m: int) -> Expr:
-        """Items from position i on, with m matches so far (capped at `need` without maxContains)."""
+    def _state(self, i: int, m: tuple) -> Expr:
+        """Items from position i on, with matches m so far."""
         if self.hi is None and i >= self.loop_at:
             return self._loop(m, i == 0)
         key = (i, m)
@@ -92,50 +111,37 @@ class _Contains:
             got = self._states[key] = self._build(i, m)
         return got
 
-    def _can_end(self, i: int, m: int) -> bool:
-        return i >= self.lo and m >= self.need
+    def _done(self, m: tuple) -> bool:
+        return all(count >= low for (_, low, _), count in zip(self.conds, m))
 
-    def _build(self, i: int, m: int) -> Expr:
-        options = [ir.EMPTY] if self._can_end(i, m) else []
+    def _build(self, i: int, m: tuple) -> Expr:
+        options = [ir.EMPTY] if i >= self.lo and self._done(m) else []
         if self.hi is None or i < self.hi:
             comma = ir.EMPTY if i == 0 else self.comma
-            for kind, m2 in self._moves(m):
-                item = self._item(i, kind)
+            for kinds, after in self._moves(m):
+                item = self._item(i, kinds)
                 if item != ir.NOTHING:
-                    options.append(seq(comma, item, self._state(i + 1, m2)))
+                    options.append(seq(comma, item, self._state(i + 1, after)))
         return _alt(options)
 
-    def _moves(self, m: int) -> list[tuple[str, int]]:
-        """(item kind, matches after it) from m matches."""
-        if self.most is None:
-            return [("any", m), ("hit", min(m + 1, self.need))] if m < self.need else [("any", m)]
-        moves = [("miss", m)]
-        if m < self.most:
-            moves.append(("hit", m + 1))
-        return moves
-
-    def _loop(self, m: int, first: bool) -> Expr:
-        """Positions past the prefix and minItems without maxItems: non-counting items repeat,
-        then either the end or a counting item."""
+    def _loop(self, m: tuple, first: bool) -> Expr:
+        """Positions past the prefix and minItems without maxItems: items that count for no
+        contains repeat, then either the end or an item that counts (which raises m)."""
         key = ("loop", m, first)
         got = self._states.get(key)
         if got is None:
-            self._states[key] = ir.NOTHING  # no cycle: each step raises m or ends
-            moves = self._moves(m)
-            stay = [kind for kind, m2 in moves if m2 == m]
-            advance = [(kind, m2) for kind, m2 in moves if m2 != m]
             i = self.loop_at
-            same = self._item(i, stay[0]) if stay else ir.NOTHING
-            ends = [ir.EMPTY] if m >= self.need else []
-            onward = [(self._item(i, kind), m2) for kind, m2 in advance]
+            moves = self._moves(m)
+            same = _alt([self._item(i, kinds) for kinds, after in moves if after == m])
+            onward = [(self._item(i, kinds), after) for kinds, after in moves if after != m]
+            ends = [ir.EMPTY] if self._done(m) else []
             if first:  # no item yet: the first has no comma
-                after_same = self._loop(m, False) if same != ir.NOTHING else ir.NOTHING
-                got = _alt([*ends, *([seq(same, after_same)] if same != ir.NOTHING else []),
-                            *(seq(item, self._loop(m2, False)) for item, m2 in onward if item != ir.NOTHING)])
+                got = _alt([*ends, *([seq(same, self._loop(m, False))] if same != ir.NOTHING else []),
+                            *(seq(item, self._loop(after, False)) for item, after in onward if item != ir.NOTHING)])
             else:
                 loop = repeat(seq(self.comma, same)) if same != ir.NOTHING else ir.EMPTY
-                rest = _alt([*ends, *(seq(self.comma, item, self._loop(m2, False))
-                                      for item, m2 in onward if item != ir.NOTHING)])
+                rest = _alt([*ends, *(seq(self.comma, item, self._loop(after, False))
+                                      for item, after in onward if item != ir.NOTHING)])
                 got = ir.NOTHING if rest == ir.NOTHING else seq(loop, rest)
             self._states[key] = got
         return got

@@ -19,8 +19,11 @@ from .json_order import NOT_PATTERN_AT, ORDER_KEYS, POS, follow, merge_positions
 from .json_refs import Node
 
 TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
-_LOWER_BOUNDS = ("minLength", "minItems", "minProperties", "minContains")
-_UPPER_BOUNDS = ("maxLength", "maxItems", "maxProperties", "maxContains")
+_LOWER_BOUNDS = ("minLength", "minItems", "minProperties")
+_UPPER_BOUNDS = ("maxLength", "maxItems", "maxProperties")
+# a `contains` with its own minContains / maxContains; more of them (allOf members, a negated
+# `items` next to a `contains`) as (node, minContains, maxContains) in `_contains_more`
+_CONTAINMENT = ("contains", "minContains", "maxContains", "_contains_more")
 MAX_PRODUCT = 64
 
 
@@ -73,8 +76,8 @@ def merge(a: dict | bool, b: dict | bool, where: Node) -> dict | bool:
         return a
     out = dict(a)
     for key, value in b.items():
-        if key in ORDER_KEYS:
-            continue  # merge_positions below
+        if key in ORDER_KEYS or key in _CONTAINMENT:
+            continue  # merge_positions / _merge_containments below
         if key not in out:
             out[key] = value
             continue
@@ -97,9 +100,7 @@ def merge(a: dict | bool, b: dict | bool, where: Node) -> dict | bool:
             out[key] = min(mine, value)
         elif key == "uniqueItems":
             out[key] = bool(mine) or bool(value)
-        elif key in ("items", "additionalProperties", "propertyNames", "contains"):
-            if key == "contains":
-                raise MergeError(ptr, "two `contains` in one allOf cannot be merged exactly")
+        elif key in ("items", "additionalProperties", "propertyNames"):
             out[key] = both(mine, value)
         elif key == "not":
             out[key] = synthetic({"anyOf": [mine, value]}, mine)
@@ -129,6 +130,7 @@ def merge(a: dict | bool, b: dict | bool, where: Node) -> dict | bool:
         elif json.dumps(mine, sort_keys=True, default=id) != json.dumps(value, sort_keys=True, default=id):
             raise MergeError(ptr, f"`{key}` in several allOf members cannot be merged exactly")
     merge_positions(out, a, b)
+    _merge_containments(out, a, b)
     _merge_objects(out, a, b, where)
     _merge_arrays(out, a, b)
     return out
@@ -197,3 +199,26 @@ def _merge_arrays(out: dict, a: dict, b: dict) -> None:
         parts = [n for n in (x, y) if n is not None]
         merged.append(parts[0] if len(parts) == 1 else both(*parts))
     out["prefixItems"] = merged
+
+
+def containments(d: dict) -> list[tuple]:
+    """(contains node, minContains, maxContains or None) of every `contains` a normalized dict
+    holds: min/maxContains belong to their own `contains` (without one they mean nothing)."""
+    first = [(d["contains"], d.get("minContains", 1), d.get("maxContains"))] if "contains" in d else []
+    return first + list(d.get("_contains_more", []))
+
+
+def _merge_containments(out: dict, a: dict, b: dict) -> None:
+    found = containments(a) + containments(b)
+    for key in _CONTAINMENT:
+        out.pop(key, None)
+    if not found:
+        return
+    (node, low, high), more = found[0], found[1:]
+    out["contains"] = node
+    if low != 1:
+        out["minContains"] = low
+    if high is not None:
+        out["maxContains"] = high
+    if more:
+        out["_contains_more"] = more

@@ -102,11 +102,23 @@ class Negation:
             return alts
         if key == "oneOf":  # ¬oneOf: none of the branches, or two of them at once
             return self._negate_one_of(d, n["_oneOfs"], ptr)
-        if key == "items" and "prefixItems" not in n and "contains" not in d:
-            # some item fails the items schema: contains ¬items
+        if key == "items" and "prefixItems" not in n:
+            # some item fails the items schema: contains ¬items (next to any contains d has)
             a = _with_types(d, type_set(d) & {"array"})
-            a["contains"] = synthetic({"not": value}, value)
-            a["_contains_from"] = value.ptr  # errors about this `contains` name the negated `items`
+            failing = synthetic({"not": value}, value)
+            if "contains" in a:
+                a["_contains_more"] = list(a.get("_contains_more", [])) + [(failing, 1, None)]
+            else:
+                a["contains"] = failing
+                a["_contains_from"] = value.ptr  # errors about this `contains` name the negated `items`
+            return [a]
+        if key == "contains" and "minContains" not in n and "maxContains" not in n:
+            # no item satisfies contains: every item (prefix ones too) is ¬contains
+            a = _with_types(d, type_set(d) & {"array"})
+            failing = synthetic({"not": value}, value)
+            a["items"] = failing if a.get("items") is None else synthetic({"allOf": [a["items"], failing]}, failing)
+            if a.get("prefixItems"):
+                a["prefixItems"] = [synthetic({"allOf": [p, failing]}, failing) for p in a["prefixItems"]]
             return [a]
         if key in ("dependentSchemas", "dependentRequired"):  # a present name whose dependency fails
             if self.lw.draft is UNDECLARED and any(
