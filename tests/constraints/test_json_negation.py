@@ -1,4 +1,5 @@
-"""Negation of oneOf, anyOf, if/then/else, items and dependencies: differential against jsonschema."""
+"""Negation of oneOf, anyOf, if/then/else, items, prefixItems and dependencies: differential against
+jsonschema."""
 
 import json
 import re
@@ -32,6 +33,9 @@ SCHEMAS = [
              "else": {"properties": {"y": {"type": "string"}}}}},
     {"not": {"type": "object", "if": {"required": ["x"]}, "then": {"required": ["y"]}}},
     {"not": {"type": "object", "if": {"required": ["x"]}, "else": {"required": ["y"]}}},
+    # prefixItems: some position the array reaches fails its prefix schema
+    {"type": "array", "not": {"prefixItems": [{"type": "integer"}, {"type": "string"}]}},
+    {"type": "array", "items": {"type": "string"}, "not": {"prefixItems": [{"const": "a"}]}},
     # patternProperties whose schemas allow every value: nothing violates them
     {"type": "object", "not": {"patternProperties": {"^x": {"description": "any"}}, "required": ["y"]}},
 ]

@@ -112,6 +112,20 @@ class Negation:
                 a["contains"] = failing
                 a["_contains_from"] = value.ptr  # errors about this `contains` name the negated `items`
             return [a]
+        if key == "prefixItems":  # some position i the array reaches fails prefixItems[i]
+            alts = []
+            for i, sub in enumerate(value):
+                a = _with_types(d, type_set(d) & {"array"})
+                own = list(a.get("prefixItems", []))
+                rest = a.get("items")
+                while len(own) <= i:  # positions up to i from d's own prefix, then its items
+                    own.append(rest if rest is not None else synthetic({}, sub))
+                failing = synthetic({"not": sub}, sub)
+                own[i] = synthetic({"allOf": [own[i], failing]}, failing)
+                a["prefixItems"] = own
+                a["minItems"] = max(int(a.get("minItems", 0)), i + 1)
+                alts.append(a)
+            return alts
         if key == "contains" and "minContains" not in n and "maxContains" not in n:
             # no item satisfies contains: every item (prefix ones too) is ¬contains
             a = _with_types(d, type_set(d) & {"array"})
