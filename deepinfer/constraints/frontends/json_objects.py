@@ -161,8 +161,9 @@ class _ObjectLowering:
             return alt(seq(comma, member, self._state(i + 1, False, ncount, nbits)), *as_special)
         if member == ir.NOTHING:
             return self._state(i + 1, first, count, bits)
-        if not first and not tracked and ncount == count and not as_special:  # both branches meet: factor
-            return seq(optional(seq(comma, member)), self._state(i + 1, False, count, bits))
+        if not first and not tracked and ncount == count:  # both branches meet: factor
+            # (a tree that names the next state twice doubles per member once expanded)
+            return alt(seq(optional(seq(comma, member)), self._state(i + 1, False, count, bits)), *as_special)
         if as_special:
             return alt(seq(comma, member, self._state(i + 1, False, ncount, nbits)), *as_special,
                        self._state(i + 1, first, count, bits))

@@ -50,6 +50,7 @@ class SomeMembers:
             self.markers = []
         self.all = frozenset(range(len(self.markers)))
         self._additional: dict[frozenset, Expr] = {}
+        self._variants: dict[tuple, list] = {}
         self._tails: dict[tuple, Expr] = {}
 
     def __bool__(self) -> bool:
@@ -62,8 +63,12 @@ class SomeMembers:
     def declared_variants(self, name: str, schemas: list[Node], bits: frozenset) -> list[tuple[Expr, frozenset]]:
         """(member, the bits it sets) for declared `name` satisfying a non-empty set of the markers
         still open; `schemas` are what its value must satisfy anyway."""
-        open_ = [i for i in sorted(self.all - self.satisfied(bits)) if self._names_allowed(i, name)]
-        out = []
+        open_ = tuple(i for i in sorted(self.all - self.satisfied(bits)) if self._names_allowed(i, name))
+        key = (name, open_)
+        got = self._variants.get(key)  # the presence machine asks once per state, lowering is not free
+        if got is not None:
+            return got
+        out = self._variants[key] = []
         for size in range(1, len(open_) + 1):
             for chosen in combinations(open_, size):
                 values = schemas + [self.markers[i][2] for i in chosen]
