@@ -1,5 +1,6 @@
 """patternProperties split into name regions (exact), differential against jsonschema."""
 
+import itertools
 import json
 import re
 import sys
@@ -32,3 +33,34 @@ def test_pattern_properties_regions(schema):
     for v in VALUES:
         text = json.dumps(v, separators=(",", ":"))
         assert (rx.fullmatch(text) is not None) == jsonschema.Draft202012Validator(schema).is_valid(v), text
+
+
+# patternProperties in several allOf members next to additionalProperties: an undeclared name
+# takes, from each member, its matching patterns' schemas, or else that member's
+# additionalProperties (json_merge.pp_sides; json_additional splits the names into regions)
+SIDED = [
+    {"type": "object", "allOf": [
+        {"patternProperties": {"^a": {"type": "string"}}, "additionalProperties": {"type": "null"}},
+        {"patternProperties": {"b": {"type": ["string", "null"]}}, "additionalProperties": False}]},
+    {"type": "object", "allOf": [{"patternProperties": {"^a": {"type": "string"}}, "additionalProperties": False},
+                                 {"patternProperties": {"b": {}}}]},
+    {"type": "object", "allOf": [{"patternProperties": {"^a": {}}, "additionalProperties": False},
+                                 {"patternProperties": {"b$": {}}, "additionalProperties": False}]},
+    {"type": "object", "allOf": [
+        {"patternProperties": {"^a": {"type": "string"}}, "additionalProperties": {"type": "boolean"}},
+        {"patternProperties": {"a": {"type": ["string", "boolean"]}}, "additionalProperties": {"type": "boolean"}},
+        {"patternProperties": {"^ab": {"type": "string"}}}]},
+]
+
+
+@pytest.mark.parametrize("schema", SIDED, ids=[json.dumps(s)[:70] for s in SIDED])
+def test_pattern_properties_of_several_members_next_to_additional_properties(schema):
+    grammar = lower_json_schema(schema, whitespace="compact", any_depth=1)
+    assert grammar.annotations == []
+    rx = re.compile(grammar_to_regex(grammar), re.S)
+    validator = jsonschema.Draft202012Validator(schema)
+    values = [dict(zip(keys, vals)) for n in range(3) for keys in itertools.combinations(["a", "ab", "b", "x"], n)
+              for vals in itertools.product(["s", None, True], repeat=n)]
+    for value in values:
+        text = json.dumps(value, separators=(",", ":"))
+        assert (rx.fullmatch(text) is not None) == validator.is_valid(value), text

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from deepinfer.constraints import dfa_ops, ir
 from deepinfer.constraints.ir import Expr, alt, seq
 
-from .json_merge import synthetic
+from .json_merge import PP_SIDES, synthetic
 from .json_not_in import encoded_not_in, not_in
 from .json_order import META
 from .json_pattern import PatternError, parse_pattern
@@ -48,6 +48,8 @@ class _Additional:
         self.except_: tuple | None = d.get("_names_except")
 
     def member(self) -> Expr:
+        if PP_SIDES in self.d:
+            return self._split_sides()
         addl_norm = self.lw.normalize(self.addl) if self.addl is not None else True
         if self.pp and self.d.get("propertyNames") is None:
             split = self._split_patterns(addl_norm)
@@ -127,6 +129,45 @@ class _Additional:
                 parts.append(self._additional_member(key, node, norm))
         except (dfa_ops.DfaOpError, PatternError):
             return None
+        return alt(*parts) if parts else ir.NOTHING
+
+    def _split_sides(self) -> Expr:
+        """Additional members of an allOf whose members each have patternProperties and
+        additionalProperties (json_merge.pp_sides): the names split into the regions of all
+        the members' patterns; in a region a name takes, from each member, its matching
+        patterns' schemas or else that member's additionalProperties."""
+        sides = self.d[PP_SIDES]
+        patterns = list(dict.fromkeys(p for pp, _ in sides for p in pp))
+        where = f"{self.ptr}/patternProperties"
+        if len(patterns) > MAX_SPLIT_PATTERNS or self.d.get("propertyNames") is not None:
+            self.lw.unsupported(where, "patternProperties",
+                                "patternProperties in several allOf members next to additionalProperties "
+                                f"(more than {MAX_SPLIT_PATTERNS} patterns, or with propertyNames)")
+            return ir.NOTHING
+        try:
+            dfas = [dfa_ops.expr_dfa(parse_pattern(p, exact=True)) for p in patterns]
+            parts = []
+            for mask in range(1 << len(dfas)):
+                region = dfa_ops.any_text()
+                for i, lang in enumerate(dfas):
+                    region = dfa_ops.intersect(region, lang) if mask >> i & 1 else dfa_ops.minus(region, lang)
+                    if region is None:
+                        break
+                if region is None:
+                    continue
+                inside = {patterns[i] for i in range(len(patterns)) if mask >> i & 1}
+                schemas = []
+                for pp, addl in sides:
+                    mine = [node for p, node in pp.items() if p in inside]
+                    schemas += mine if mine else ([addl] if addl is not None else [])
+                node = schemas[0] if len(schemas) == 1 else synthetic({"allOf": schemas}, schemas[0]) \
+                    if schemas else None
+                norm = True if node is None else self.lw.normalize(node)
+                key = minus_words(dfa_ops.to_expr(region), self.names)
+                parts.append(self._additional_member(key, node, norm))
+        except (dfa_ops.DfaOpError, PatternError) as exc:
+            self.lw.unsupported(where, "patternProperties", f"patternProperties in several allOf members: {exc}")
+            return ir.NOTHING
         return alt(*parts) if parts else ir.NOTHING
 
     def _additional_member(self, key: Expr, node, norm) -> Expr:

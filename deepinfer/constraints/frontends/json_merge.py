@@ -24,6 +24,7 @@ _UPPER_BOUNDS = ("maxLength", "maxItems", "maxProperties")
 # a `contains` with its own minContains / maxContains; more of them (allOf members, a negated
 # `items` next to a `contains`) as (node, minContains, maxContains) in `_contains_more`
 _CONTAINMENT = ("contains", "minContains", "maxContains", "_contains_more")
+PP_SIDES = "_pp_sides"  # see pp_sides
 MAX_PRODUCT = 64
 
 
@@ -76,7 +77,7 @@ def merge(a: dict | bool, b: dict | bool, where: Node) -> dict | bool:
         return a
     out = dict(a)
     for key, value in b.items():
-        if key in ORDER_KEYS or key in _CONTAINMENT:
+        if key in ORDER_KEYS or key in _CONTAINMENT or key == PP_SIDES:
             continue  # merge_positions / _merge_containments below
         if key not in out:
             out[key] = value
@@ -174,10 +175,15 @@ def _merge_objects(out: dict, a: dict, b: dict, where: Node) -> None:
             props[name] = views[0] if len(views) == 1 else both(*views)
         out["properties"] = props
     pa, pb = a.get("patternProperties"), b.get("patternProperties")
-    if pa and pb:
-        if a.get("additionalProperties") or b.get("additionalProperties"):
-            raise MergeError(f"{where.ptr}/patternProperties",
-                             "patternProperties in several allOf members cannot be merged exactly")
+    if PP_SIDES in a or PP_SIDES in b or (pa and pb and (a.get("additionalProperties")
+                                                         or b.get("additionalProperties"))):
+        # which schema an undeclared name takes depends on every member's patterns at once: the
+        # members' (patterns, additionalProperties) are kept (json_additional splits the names)
+        out[PP_SIDES] = pp_sides(a) + pp_sides(b)
+        pa, pb = pa or {}, pb or {}
+        out["patternProperties"] = {p: both(pa[p], pb[p]) if p in pa and p in pb else pa.get(p) or pb[p]
+                                    for p in dict.fromkeys(list(pa) + list(pb))}
+    elif pa and pb:
         # no additionalProperties on either side: a name takes every matching pattern of both
         out["patternProperties"] = {p: both(pa[p], pb[p]) if p in pa and p in pb else pa.get(p) or pb[p]
                                     for p in dict.fromkeys(list(pa) + list(pb))}
@@ -185,6 +191,15 @@ def _merge_objects(out: dict, a: dict, b: dict, where: Node) -> None:
         mine, other = (pa, b) if pa else (pb, a)
         extra = other.get("additionalProperties")
         out["patternProperties"] = {p: both(n, extra) if extra is not None else n for p, n in mine.items()}
+
+
+def pp_sides(d: dict) -> list[tuple]:
+    """(patternProperties, additionalProperties or None) of each allOf member behind d: an
+    undeclared name takes, from every member, its matching patterns' schemas, or that member's
+    additionalProperties when none matches."""
+    if PP_SIDES in d:
+        return list(d[PP_SIDES])
+    return [(dict(d.get("patternProperties", {})), d.get("additionalProperties"))]
 
 
 def _merge_arrays(out: dict, a: dict, b: dict) -> None:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from .json_disjoint import disjoint
 from .json_drafts import UNDECLARED
-from .json_merge import property_view, synthetic, type_set
+from .json_merge import PP_SIDES, property_view, synthetic, type_set
 from .json_order import META, NOT_PATTERN_AT
 from .json_refs import Node
 
@@ -221,10 +221,12 @@ class Negation:
             return [inside]  # other types satisfy the bound: they are not in its negation
         return None  # not expressible here
 
-    def _negate_additional(self, d: dict, n: dict, addl: Node) -> list:
+    def _negate_additional(self, d: dict, n: dict, addl: Node) -> list | None:
         """¬additionalProperties: some member that n declares by no property and no pattern has a
         value `addl` rejects (the `_some_member` marker: json_objects generates one, declared
         or undeclared)."""
+        if PP_SIDES in n:  # which members are additional differs per allOf member: not negated here
+            return None
         fails = self.lw.normalize(synthetic({"not": addl}, addl))
         if fails is False:
             return []  # addl allows every value: nothing violates it
