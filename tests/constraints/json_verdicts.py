@@ -28,3 +28,26 @@ def validator(schema):
 
 def valid(schema, text: str) -> bool:
     return validator(schema).is_valid(json.loads(text))
+
+
+def assert_regex_verdicts(schema, values, *, exact: bool | None = True, any_depth: int = 1):
+    """Lower `schema` (compact whitespace, unconstrained values `any_depth` deep), read the
+    grammar as one regex and compare it with jsonschema on every value, written compactly: never
+    an invalid value accepted; with `exact`, never a valid one rejected (None: unless the
+    lowering notes an approximation). Returns the grammar."""
+    import re
+
+    from deepinfer.constraints.frontends.json_regex import grammar_to_regex
+    from deepinfer.constraints.frontends.json_schema import lower_json_schema
+
+    grammar = lower_json_schema(schema, whitespace="compact", any_depth=any_depth)
+    if exact is None:
+        exact = not [note for note in grammar.annotations if "not exact" in note]
+    rx = re.compile(grammar_to_regex(grammar), re.S)
+    check = validator(schema)
+    for value in values:
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        accepted, ok = rx.fullmatch(text) is not None, check.is_valid(value)
+        assert accepted <= ok, f"accepted invalid {text}"
+        assert not exact or accepted == ok, f"rejected valid {text}"
+    return grammar

@@ -5,13 +5,9 @@ jsonschema where a nested branch does overlap (exact unless the lowering notes o
 
 import itertools
 import json
-import re
 
-import jsonschema
 import pytest
-
-from deepinfer.constraints.frontends.json_regex import grammar_to_regex
-from deepinfer.constraints.frontends.json_schema import lower_json_schema
+from json_verdicts import assert_regex_verdicts
 
 REF = {"type": "object", "required": ["$ref"], "additionalProperties": False,
        "properties": {"$ref": {"type": "string"}}}
@@ -32,19 +28,13 @@ SWAGGER_LIKE = {"type": "array", "items": {"oneOf": [{"oneOf": [BODY, NON_BODY]}
 
 
 def test_swagger_like_parameter_list_compiles_and_is_exact():
-    grammar = lower_json_schema(SWAGGER_LIKE, whitespace="compact", any_depth=1)
-    assert not [n for n in grammar.annotations if "not exact" in n]
-    rx = re.compile(grammar_to_regex(grammar), re.S)
-    validator = jsonschema.Draft7Validator(SWAGGER_LIKE)
     # members in declaration order (the order the grammar generates)
     items = [{"$ref": "#/p"}, {"in": "query", "name": "q", "type": "string"},
              {"name": "b", "in": "body", "schema": {}}, {"in": "header", "name": "h", "type": "number", "x-y": 1},
              {"$ref": "#/p", "name": "q"}, {"in": "body", "name": "q", "type": "string"},
              {"in": "cookie", "name": "q", "type": "string"}, {"in": "query", "type": "string"}, {}]
-    for pair in itertools.product(items, repeat=2):
-        value = list(pair)
-        text = json.dumps(value, separators=(",", ":"))
-        assert (rx.fullmatch(text) is not None) == validator.is_valid(value), text
+    grammar = assert_regex_verdicts(SWAGGER_LIKE, [list(pair) for pair in itertools.product(items, repeat=2)])
+    assert not [n for n in grammar.annotations if "not exact" in n]
 
 
 # nested branches that overlap the outer one (or each other): the test must not call them disjoint
@@ -63,16 +53,7 @@ VALUES = [0, 1, 2, 3, 5, 6, "", "x", "xy", {}, {"a": 1}, {"a": 2}, {"b": 0}, {"a
 
 @pytest.mark.parametrize("schema", OVERLAPPING, ids=[json.dumps(s)[:60] for s in OVERLAPPING])
 def test_overlapping_nested_branches_stay_exact(schema):
-    grammar = lower_json_schema(schema, whitespace="compact", any_depth=1)
-    exact = not [n for n in grammar.annotations if "not exact" in n]
-    rx = re.compile(grammar_to_regex(grammar), re.S)
-    validator = jsonschema.Draft202012Validator(schema)
-    for value in VALUES:
-        text = json.dumps(value, separators=(",", ":"))
-        accepted = rx.fullmatch(text) is not None
-        assert accepted <= validator.is_valid(value), f"accepted invalid {text}"
-        if exact:
-            assert accepted == validator.is_valid(value), f"rejected valid {text}"
+    assert_regex_verdicts(schema, VALUES, exact=None)  # exact unless the lowering notes otherwise
 
 
 # Swagger 2.0's `schema: oneOf [schema, fileSchema]`: fileSchema requires `type: file`, the other
@@ -86,14 +67,9 @@ ONE_SIDE_REQUIRED = {"oneOf": [
 
 
 def test_a_member_only_one_branch_requires_still_tells_them_apart():
-    grammar = lower_json_schema(ONE_SIDE_REQUIRED, whitespace="compact", any_depth=1)
-    assert not grammar.annotations
-    rx = re.compile(grammar_to_regex(grammar), re.S)
-    validator = jsonschema.Draft202012Validator(ONE_SIDE_REQUIRED)
-    for value in [{}, {"type": "file"}, {"type": "string"}, {"type": ["string"]}, {"type": "x"},
-                  {"format": "f"}, {"type": "file", "format": "f"}, {"type": "array", "format": ""}, 1]:
-        text = json.dumps(value, separators=(",", ":"))
-        assert (rx.fullmatch(text) is not None) == validator.is_valid(value), text
+    values = [{}, {"type": "file"}, {"type": "string"}, {"type": ["string"]}, {"type": "x"},
+              {"format": "f"}, {"type": "file", "format": "f"}, {"type": "array", "format": ""}, 1]
+    assert not assert_regex_verdicts(ONE_SIDE_REQUIRED, values).annotations
 
 
 def test_an_enum_under_a_draft04_meta_schema_ref_is_evaluated_in_the_meta_schema():
@@ -102,8 +78,4 @@ def test_an_enum_under_a_draft04_meta_schema_ref_is_evaluated_in_the_meta_schema
     schema = {"$schema": "http://json-schema.org/draft-04/schema#", "type": "object",
               "properties": {"t": {"allOf": [{"$ref": "http://json-schema.org/draft-04/schema#/properties/type"}],
                                    "enum": ["string", "file", ["array"]]}}}
-    rx = re.compile(grammar_to_regex(lower_json_schema(schema, whitespace="compact", any_depth=1)), re.S)
-    validator = jsonschema.Draft4Validator(schema)
-    for value in [{}, {"t": "string"}, {"t": "file"}, {"t": ["array"]}, {"t": "array"}]:
-        text = json.dumps(value, separators=(",", ":"))
-        assert (rx.fullmatch(text) is not None) == validator.is_valid(value), text
+    assert_regex_verdicts(schema, [{}, {"t": "string"}, {"t": "file"}, {"t": ["array"]}, {"t": "array"}])

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from deepinfer.constraints import dfa_ops, ir
 from deepinfer.constraints.ir import Expr, alt, seq
 
-from .json_merge import PP_SIDES, synthetic
+from .json_merge import PP_SIDES, all_of
 from .json_not_in import encoded_not_in, not_in
 from .json_order import META
 from .json_pattern import PatternError, parse_pattern
@@ -106,27 +106,15 @@ class _Additional:
                     minus_words(parse_pattern(p), [n for n in self.names if name_matches(p, n)]), node,
                     self.lw.normalize(node)) for p, node in self.pp.items()))
             parts = []
-            for mask in range(1 << len(dfas)):
-                region = dfa_ops.any_text()
-                for i, lang in enumerate(dfas):
-                    inside = mask >> i & 1
-                    region = dfa_ops.intersect(region, lang) if inside else dfa_ops.minus(region, lang)
-                    if region is None:
-                        break
-                if region is None:
-                    continue
-                members = [nodes[i] for i in range(len(nodes)) if mask >> i & 1]
-                if not members:
+            for mask, region in _regions(dfas):
+                node = all_of([nodes[i] for i in range(len(nodes)) if mask >> i & 1])
+                if node is None:
                     node, norm = self.addl, addl_norm
-                elif len(members) == 1:
-                    node, norm = members[0], self.lw.normalize(members[0])
                 else:
-                    node = synthetic({"allOf": members}, members[0])
                     norm = self.lw.normalize(node)
                 if norm is False:
                     continue
-                key = minus_words(dfa_ops.to_expr(region), self.names)
-                parts.append(self._additional_member(key, node, norm))
+                parts.append(self._additional_member(minus_words(dfa_ops.to_expr(region), self.names), node, norm))
         except (dfa_ops.DfaOpError, PatternError):
             return None
         return alt(*parts) if parts else ir.NOTHING
@@ -146,25 +134,18 @@ class _Additional:
             return ir.NOTHING
         try:
             dfas = [dfa_ops.expr_dfa(parse_pattern(p, exact=True)) for p in patterns]
+            if any(x is not None and x.num_states > MAX_SPLIT_STATES for x in dfas):
+                raise dfa_ops.DfaOpError(f"a pattern of over {MAX_SPLIT_STATES} states")
             parts = []
-            for mask in range(1 << len(dfas)):
-                region = dfa_ops.any_text()
-                for i, lang in enumerate(dfas):
-                    region = dfa_ops.intersect(region, lang) if mask >> i & 1 else dfa_ops.minus(region, lang)
-                    if region is None:
-                        break
-                if region is None:
-                    continue
+            for mask, region in _regions(dfas):
                 inside = {patterns[i] for i in range(len(patterns)) if mask >> i & 1}
                 schemas = []
                 for pp, addl in sides:
                     mine = [node for p, node in pp.items() if p in inside]
                     schemas += mine if mine else ([addl] if addl is not None else [])
-                node = schemas[0] if len(schemas) == 1 else synthetic({"allOf": schemas}, schemas[0]) \
-                    if schemas else None
+                node = all_of(schemas)
                 norm = True if node is None else self.lw.normalize(node)
-                key = minus_words(dfa_ops.to_expr(region), self.names)
-                parts.append(self._additional_member(key, node, norm))
+                parts.append(self._additional_member(minus_words(dfa_ops.to_expr(region), self.names), node, norm))
         except (dfa_ops.DfaOpError, PatternError) as exc:
             self.lw.unsupported(where, "patternProperties", f"patternProperties in several allOf members: {exc}")
             return ir.NOTHING
@@ -229,15 +210,25 @@ class _Additional:
         return key_lang
 
 
+def _regions(dfas: list) -> list[tuple]:
+    """(mask, DFA) of each non-empty region of the languages' Venn diagram: bit i of the mask is
+    set where the region lies inside language i, clear where it lies outside."""
+    out = []
+    for mask in range(1 << len(dfas)):
+        region = dfa_ops.any_text()
+        for i, lang in enumerate(dfas):
+            region = dfa_ops.intersect(region, lang) if mask >> i & 1 else dfa_ops.minus(region, lang)
+            if region is None:
+                break
+        if region is not None:
+            out.append((mask, region))
+    return out
+
+
 def member_text(lw: "Lowerer", key: Expr, schemas: list[Node], depth: int | None = None) -> Expr:
     """`"key": value` (key already JSON-encoded) with a value valid against all of `schemas`
     (none: any value, nesting `depth` deep), or NOTHING when no value is."""
-    if not schemas:
-        value = lw.any_value(depth)
-    elif len(schemas) == 1:
-        value = lw.lower(schemas[0])
-    else:
-        value = lw.lower(synthetic({"allOf": schemas}, schemas[0]))
+    value = lw.lower(all_of(schemas)) if schemas else lw.any_value(depth)
     if value == ir.NOTHING:
         return ir.NOTHING
     return seq(quoted(key), lw.ws.colon, value)

@@ -141,6 +141,13 @@ def both(x: Node, y: Node) -> Node:
     return synthetic({"allOf": [x, y]}, x)
 
 
+def all_of(nodes: list[Node]) -> Node | None:
+    """One node valid where all are (None for no node: anything)."""
+    if not nodes:
+        return None
+    return nodes[0] if len(nodes) == 1 else synthetic({"allOf": nodes}, nodes[0])
+
+
 def _positive_ints(x, y) -> bool:
     return all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (x, y))
 
@@ -175,16 +182,14 @@ def _merge_objects(out: dict, a: dict, b: dict, where: Node) -> None:
             props[name] = views[0] if len(views) == 1 else both(*views)
         out["properties"] = props
     pa, pb = a.get("patternProperties"), b.get("patternProperties")
-    if PP_SIDES in a or PP_SIDES in b or (pa and pb and (a.get("additionalProperties")
-                                                         or b.get("additionalProperties"))):
+    sided = PP_SIDES in a or PP_SIDES in b or (pa and pb and (a.get("additionalProperties")
+                                                             or b.get("additionalProperties")))
+    if sided:
         # which schema an undeclared name takes depends on every member's patterns at once: the
         # members' (patterns, additionalProperties) are kept (json_additional splits the names)
         out[PP_SIDES] = pp_sides(a) + pp_sides(b)
+    if sided or (pa and pb):  # a name takes every matching pattern of both
         pa, pb = pa or {}, pb or {}
-        out["patternProperties"] = {p: both(pa[p], pb[p]) if p in pa and p in pb else pa.get(p) or pb[p]
-                                    for p in dict.fromkeys(list(pa) + list(pb))}
-    elif pa and pb:
-        # no additionalProperties on either side: a name takes every matching pattern of both
         out["patternProperties"] = {p: both(pa[p], pb[p]) if p in pa and p in pb else pa.get(p) or pb[p]
                                     for p in dict.fromkeys(list(pa) + list(pb))}
     elif pa or pb:

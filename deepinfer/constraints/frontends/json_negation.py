@@ -59,10 +59,7 @@ class Negation:
         if keys == ["not"]:
             return [self.lw.merged(d, self.lw.normalize(n["not"]), n["not"])]
         if keys == ["anyOf"]:
-            alts = [d]
-            for branch in n["anyOf"]:
-                alts = [y for a in alts for y in self.negate(a, branch, ptr) if y is not False]
-            return alts
+            return self._none_of(d, n["anyOf"], ptr)
         out, dropped = [], []
         for key in keys:
             part = self._negate_keyword(d, n, key, ptr)
@@ -191,12 +188,7 @@ class Negation:
         if key == "additionalProperties":
             return self._negate_additional(d, n, value)
         if key == "anyOf":  # ¬anyOf: no branch holds
-            alts = [d]
-            for branch in value:
-                alts = [y for a in alts for y in self.negate(a, branch, ptr) if y is not False]
-                if len(alts) > MAX_ALTERNATIVES:
-                    raise self.lw.fail(ptr, f"composition expands to more than {MAX_ALTERNATIVES} alternatives")
-            return alts
+            return self._none_of(d, value, ptr)
         if key == "if":  # ¬(if C then T else E), for any one of the conditions: C ∧ ¬T, or ¬C ∧ ¬E
             alts = []
             for cond, then, other in n["_conds"]:
@@ -227,8 +219,8 @@ class Negation:
         or undeclared)."""
         if PP_SIDES in n:  # which members are additional differs per allOf member: not negated here
             return None
-        fails = self.lw.normalize(synthetic({"not": addl}, addl))
-        if fails is False:
+        failing = synthetic({"not": addl}, addl)
+        if self.lw.normalize(failing) is False:
             return []  # addl allows every value: nothing violates it
         base = _with_types(d, type_set(d) & {"object"})
         if not type_set(base):
@@ -237,18 +229,22 @@ class Negation:
         patterns = list(n.get("patternProperties", {}))
         a = dict(base)  # json_objects: a declared or an undeclared member, at least one
         a["_some_member"] = list(d.get("_some_member", [])) + [
-            (tuple(declared), tuple(patterns), synthetic({"not": addl}, addl), ())]
+            (tuple(declared), tuple(patterns), failing, ())]
         return [a]
+
+    def _none_of(self, d: dict, branches: list, ptr: str) -> list:
+        """Alternatives whose union is d and no branch (each branch negated in turn)."""
+        alts = [d]
+        for branch in branches:
+            alts = [y for a in alts for y in self.negate(a, branch, ptr) if y is not False]
+            if len(alts) > MAX_ALTERNATIVES:
+                raise self.lw.fail(ptr, f"composition expands to more than {MAX_ALTERNATIVES} alternatives")
+        return alts
 
     def _negate_one_of(self, d: dict, one_ofs: list, ptr: str) -> list:
         out = []
         for branches in one_ofs:
-            none = [d]
-            for b in branches:
-                none = [y for a in none for y in self.negate(a, b, ptr) if y is not False]
-                if len(none) > MAX_ALTERNATIVES:
-                    raise self.lw.fail(ptr, f"composition expands to more than {MAX_ALTERNATIVES} alternatives")
-            out.extend(none)
+            out.extend(self._none_of(d, branches, ptr))
             normal = [self.lw.normalize(b) for b in branches]
             for i in range(len(branches)):
                 for j in range(i + 1, len(branches)):

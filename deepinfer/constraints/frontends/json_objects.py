@@ -92,7 +92,7 @@ class _ObjectLowering:
             self.cap = 0
         mark = self.lw.empty_mark()
         self.additional = additional_member(self.lw, self.d, self.node, self.names)
-        self.some = SomeMembers(self.lw, self.d, self.node, self.names)  # a negated additionalProperties
+        self.some = SomeMembers(self.lw, self.d, self.node, self.names)  # members negations ask for
         self.lw.forgive_empty(mark)  # no undeclared member at all is fine unless minProperties says
 
         body = self._state(0, True, 0, frozenset())
@@ -153,7 +153,7 @@ class _ObjectLowering:
         tracked = name in self.tracked
         nbits = bits | {name} if tracked else bits
         ncount = min(count + 1, self.cap)
-        # this declared member as one a negated additionalProperties asks for (json_some_member)
+        # this declared member as one a negated additionalProperties / patternProperties asks for
         as_special = [seq(comma, variant, self._state(i + 1, False, ncount, nbits | marks))
                       for variant, marks in self.some.declared_variants(name, self._schemas(name), bits)
                       ] if self.some and member != ir.NOTHING else []

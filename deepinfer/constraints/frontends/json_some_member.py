@@ -23,7 +23,7 @@ from deepinfer.constraints import ir
 from deepinfer.constraints.ir import Expr, alt, repeat, seq
 
 from .json_additional import additional_member, member_text, name_matches
-from .json_merge import synthetic
+from .json_merge import all_of
 from .json_refs import Node
 from .json_text import encode_text
 
@@ -89,8 +89,8 @@ class SomeMembers:
             d = {k: v for k, v in self.d.items() if k != "_some_member"}
             values = [self.markers[i][2] for i in sorted(chosen)]
             addl = d.get("additionalProperties")
-            d["additionalProperties"] = _all_of(([addl] if addl is not None else []) + values)
-            d["patternProperties"] = {p: _all_of([n] + values) for p, n in d.get("patternProperties", {}).items()}
+            d["additionalProperties"] = all_of(([addl] if addl is not None else []) + values)
+            d["patternProperties"] = {p: all_of([n] + values) for p, n in d.get("patternProperties", {}).items()}
             d["_names_except"] = (tuple(n for i in chosen for n in self.markers[i][0]),
                                   tuple(p for i in chosen for p in self.markers[i][1]),
                                   tuple(p for i in chosen for p in self.markers[i][3]))
@@ -146,7 +146,3 @@ class SomeMembers:
             return seq(repeat(rest), alt(*progress)) if progress else ir.NOTHING
         skip = seq(comma, plain, self._tail(False, done, nxt, False, plain))
         return alt(*progress, skip)
-
-
-def _all_of(nodes: list[Node]) -> Node:
-    return nodes[0] if len(nodes) == 1 else synthetic({"allOf": nodes}, nodes[0])

@@ -26,6 +26,7 @@ class Verdict:
         self.fail = fail  # (ptr, message) -> the ConstraintError to raise
         self.credit = credit  # (seconds): time that is not lowering work, given back to the budget
         self._validators: dict[str, Any] = {}
+        self._resolvers: dict[str, Any] = {}  # base URI -> its resource's resolver (None: unknown)
 
     def valid(self, value, node: Node, listed: bool = False) -> bool:
         """`jsonschema`'s verdict for `value` against a (possibly synthetic) Node. listed: the
@@ -54,11 +55,14 @@ class Verdict:
         draft-04's `properties/type`), not inside the document."""
         if base == self.refs.root.base:
             return validator.evolve(schema=s)
-        try:
-            resolver = validator._resolver.lookup(base).resolver
-        except Exception:  # noqa: BLE001 - not a resource the registry knows: name it in place
-            return validator.evolve(schema={"$id": base, **s}) if isinstance(s, dict) else \
-                validator.evolve(schema=s)
+        if base not in self._resolvers:  # one lookup per resource, not per enum value
+            try:
+                self._resolvers[base] = validator._resolver.lookup(base).resolver
+            except Exception:  # noqa: BLE001 - not a resource the registry knows: name it in place
+                self._resolvers[base] = None
+        resolver = self._resolvers[base]
+        if resolver is None:
+            return validator.evolve(schema={"$id": base, **s}) if isinstance(s, dict) else validator.evolve(schema=s)
         return validator.evolve(schema=s, _resolver=resolver)
 
     def _validator(self):
