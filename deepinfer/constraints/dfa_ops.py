@@ -5,7 +5,9 @@ intersection (`intersect`), complement within a universe such as "all UTF-8
 text" (`complement`), emptiness, and `to_expr`: a DFA back to an IR
 expression over characters (UTF-8 byte paths regrouped into code point ranges,
 then state elimination), so front ends can use `pattern ∧ format`,
-`¬pattern` and similar languages inside ordinary grammars. Every operation
+`¬pattern` and similar languages inside ordinary grammars; `to_ir` falls back
+to the DFA itself as an IR leaf (`ir.ByteDfa`, `as_leaf`) where no compact
+expression exists. Every operation
 is exact. Works on `dfa.Dfa` tables (read-only; trimming, minimization and
 canonical numbering are dfa.py's). Knows nothing about JSON or tokens.
 """
@@ -13,6 +15,7 @@ canonical numbering are dfa.py's). Knows nothing about JSON or tokens.
 from __future__ import annotations
 
 import functools
+import hashlib
 
 import numpy as np
 
@@ -34,12 +37,35 @@ def expr_dfa(expr: ir.Expr) -> Dfa | None:
     """The minimal DFA of an IR expression over text (None: the empty language)."""
     if expr == ir.NOTHING:
         return None
+    if isinstance(expr, ir.ByteDfa):
+        return Dfa(expr.trans, expr.accepting, expr.digest)
     try:
         return determinize(build_nfa(expr, _LIMITS.max_nfa_states), _LIMITS)
     except ConstraintError as exc:
         if "no string" in str(exc):
             return None
         raise DfaOpError(str(exc)) from None
+
+
+def finish(table: np.ndarray, accepting: np.ndarray) -> Dfa | None:
+    """A [S, 256] table (start 0, -1 dead) trimmed, minimized and numbered canonically,
+    with its digest (None: the empty language)."""
+    done = _finish(table, accepting)
+    if done is not None:
+        done.digest = hashlib.blake2b(done.trans.tobytes() + done.accepting.tobytes(),
+                                      digest_size=16).hexdigest()
+    return done
+
+
+def as_leaf(dfa: Dfa | None) -> ir.Expr:
+    """The DFA as an IR leaf (ir.ByteDfa; NOTHING for the empty language)."""
+    if dfa is None:
+        return ir.NOTHING
+    if not dfa.digest:
+        dfa = finish(dfa.trans, dfa.accepting)
+    trans, accepting = dfa.trans.copy(), dfa.accepting.copy()
+    trans.flags.writeable = accepting.flags.writeable = False
+    return ir.ByteDfa(trans, accepting, dfa.digest)
 
 
 def _finish(table: np.ndarray, accepting: np.ndarray) -> Dfa | None:
@@ -207,6 +233,21 @@ def to_expr(dfa: Dfa | None) -> ir.Expr:
         out[k] = {}
         inc[k] = set()
     return out[start].get(final, ir.NOTHING)
+
+
+EXPR_STATES = 200  # to_ir tries state elimination up to this many states (bigger ones blew up on
+# MaskBench: 3-4 s before giving up on format email or hostname with a pattern)
+
+
+def to_ir(dfa: Dfa | None) -> ir.Expr:
+    """The DFA's language in the IR: an expression when state elimination gives a compact one
+    (what every IR pass reads best), else the DFA itself as a leaf (ir.ByteDfa)."""
+    if dfa is not None and dfa.num_states <= EXPR_STATES:
+        try:
+            return to_expr(dfa)
+        except DfaOpError:
+            pass
+    return as_leaf(dfa)
 
 
 def _size(e: ir.Expr) -> int:

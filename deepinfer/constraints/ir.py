@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from .ir_build import alt, literal, optional, repeat, seq  # noqa: F401 - re-exported
 from .ir_nodes import (  # noqa: F401 - re-exported
-    EMPTY, NOTHING, Alt, CharClass, Expr, Literal, Repeat, RuleRef, Seq, rule_refs)
+    EMPTY, NOTHING, Alt, ByteDfa, CharClass, Expr, Literal, Repeat, RuleRef, Seq, rule_refs)
 from .ir_print import to_ebnf
 from .ir_ranges import MAX_CODEPOINT, SURROGATES, first_surrogate  # noqa: F401 - re-exported
 
@@ -112,4 +112,6 @@ def derives_something(expr: Expr, productive: set[str]) -> bool:
         return expr.min == 0 or derives_something(expr.item, productive)
     if isinstance(expr, RuleRef):
         return expr.name in productive
+    if isinstance(expr, ByteDfa):
+        return True  # trimmed: its start state reaches an accepting one
     raise TypeError(f"not an IR expression: {expr!r}")

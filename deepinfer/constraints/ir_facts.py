@@ -118,6 +118,8 @@ class FactsCache:
             if body is None:
                 raise KeyError(e.name)  # callers fall back to building the NFA (its error)
             return self.of(body), False  # depends on this grammar's rules
+        if isinstance(e, ir.ByteDfa):
+            return _dfa_facts(e), True
         raise TypeError(f"not an IR expression: {e!r}")
 
     @staticmethod
@@ -131,6 +133,13 @@ class FactsCache:
         if lo > 0 and item.empty:
             return Facts(True, False, False, 0, states)
         return Facts(False, lo == 0 or item.nullable, item.nonempty, item.first, states)
+
+
+def _dfa_facts(dfa: ir.ByteDfa) -> Facts:
+    """Facts of a trimmed DFA leaf (nfa.byte_dfa: one NFA state per DFA state, plus an exit)."""
+    live = np.flatnonzero(np.asarray(dfa.trans)[0] >= 0).tolist()
+    first = sum(1 << b for b in live)
+    return Facts(False, bool(dfa.accepting[0]), bool(live), first, dfa.num_states + 1)
 
 
 @functools.lru_cache(maxsize=4096)

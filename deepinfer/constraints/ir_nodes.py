@@ -1,4 +1,4 @@
-"""The IR's expression nodes: Literal, CharClass, Seq, Alt, Repeat and RuleRef.
+"""The IR's expression nodes: Literal, CharClass, Seq, Alt, Repeat, RuleRef and ByteDfa.
 
 Owns what a node is (its fields, its cached hash and the rule names it
 references) and the two constants EMPTY and NOTHING. Split out of ir.py, which
@@ -8,7 +8,7 @@ about grammars, simplifying constructors (ir_build.py) or printing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .ir_ranges import MAX_CODEPOINT
 from .ir_ranges import complement as _complement
@@ -196,6 +196,40 @@ class RuleRef(Expr):
 
     def _values(self) -> tuple:
         return (self.name,)
+
+
+@dataclass(frozen=True, slots=True, eq=False, init=False)
+class ByteDfa(Expr):
+    """A regular language given as a DFA over UTF-8 bytes, not as an expression.
+
+    Why: some languages have no compact expression (a `pattern` intersected with
+    `format: email` counts label lengths in both; state elimination blows up), yet
+    their DFA is small. `trans` is int32 [S, 256] (-1 dead), `accepting` bool [S],
+    start state 0; both read-only. The DFA must be minimal and canonically numbered
+    (dfa_ops builds it so), so `digest` names the language: equal digests, equal
+    languages. Its strings are UTF-8 text of whatever alphabet the context reads
+    (decoded characters before json_strings.encode_expr, JSON string text after)."""
+
+    trans: object
+    accepting: object
+    digest: str
+
+    def __init__(self, trans, accepting, digest: str) -> None:
+        _set(self, "trans", trans)
+        _set(self, "accepting", accepting)
+        _set(self, "digest", digest)
+        _set(self, "_h", hash(("ByteDfa", digest)))
+        _set(self, "_r", _NO_REFS)
+
+    def _values(self) -> tuple:
+        return (self.digest,)
+
+    def __reduce__(self):
+        return (ByteDfa, (self.trans, self.accepting, self.digest))
+
+    @property
+    def num_states(self) -> int:
+        return int(self.trans.shape[0])
 
 
 EMPTY = Seq(())

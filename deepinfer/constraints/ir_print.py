@@ -6,7 +6,7 @@ Knows only the IR node classes (ir_nodes.py).
 
 from __future__ import annotations
 
-from .ir_nodes import Alt, CharClass, Expr, Literal, Repeat, RuleRef, Seq
+from .ir_nodes import Alt, ByteDfa, CharClass, Expr, Literal, Repeat, RuleRef, Seq
 
 def to_ebnf(expr: Expr) -> str:
     """Print one expression in EBNF (the same notation xgrammar prints)."""
@@ -30,6 +30,8 @@ def to_ebnf(expr: Expr) -> str:
             if isinstance(item, Repeat):  # "x+?" would read as a lazy quantifier
                 inner = f"({inner})"
             return inner + _repeat_suffix(lo, hi)
+        case ByteDfa():  # no compact expression exists (why it is a DFA): name it
+            return f"(/* automaton {expr.digest[:12]}, {expr.num_states} states */)"
     raise TypeError(f"not an IR expression: {expr!r}")
 
 

@@ -18,6 +18,8 @@ import functools
 import json
 import re
 
+import numpy as np
+
 from deepinfer.constraints import ir
 from deepinfer.constraints.ir import CharClass, Expr, alt, literal, repeat, seq
 from deepinfer.constraints.ir_ranges import SURROGATE_CHAR
@@ -121,7 +123,51 @@ def encode_expr(expr: Expr) -> Expr:
             return alt(*(encode_expr(i) for i in items)) if items else ir.NOTHING
         case ir.Repeat(item, lo, hi):
             return repeat(encode_expr(item), lo, hi)
+        case ir.ByteDfa():
+            return encode_dfa(expr)
     raise TypeError(f"cannot JSON-encode {expr!r}")
+
+
+_CONTROL_COUNT = 0x20
+_HEX_DIGITS = [(ord(c), int(c, 16)) for c in "0123456789abcdefABCDEF"]
+
+
+def encode_dfa(leaf: ir.ByteDfa) -> Expr:
+    """encode_expr of a DFA leaf over decoded text: the DFA of its JSON string text.
+
+    The same spellings as encode_codepoints: plain characters (UTF-8 bytes other than
+    controls, quote and backslash) step as before; from each state a backslash opens a
+    small trie of escapes (`\\"`, `\\\\`, `\\/`, the named control escapes and
+    `\\u00XX` for controls, quote and backslash, hex digits in either case), each
+    ending where its decoded character led. Unused trie states are trimmed away."""
+    from deepinfer.constraints import dfa_ops  # not at import: dfa_ops imports the IR
+
+    trans = np.asarray(leaf.trans)
+    n = trans.shape[0]
+    per = 9  # trie states per original state: \, \u, \u0, \u00, \u000, \u001, \u002, \u005
+    table = np.full((n * per, 256), -1, dtype=np.int32)
+    table[:n] = trans
+    table[:n, :_CONTROL_COUNT] = -1
+    table[:n, _QUOTE] = -1
+    table[:n, _BACKSLASH] = -1
+    for q in range(n):
+        row = trans[q]
+        esc, u, u0, u00, c0, c1, c2, c5 = (n + (per - 1) * q + k for k in range(per - 1))
+        table[q, _BACKSLASH] = esc
+        for byte, cp in ((_QUOTE, _QUOTE), (_BACKSLASH, _BACKSLASH), (_SLASH, _SLASH)):
+            table[esc, byte] = row[cp]
+        for cp, spelled in _NAMED_ESCAPES.items():
+            table[esc, ord(spelled[1])] = row[cp]
+        table[esc, ord("u")], table[u, ord("0")], table[u0, ord("0")] = u, u0, u00
+        table[u00, ord("0")], table[u00, ord("1")], table[u00, ord("2")], table[u00, ord("5")] = c0, c1, c2, c5
+        for byte, value in _HEX_DIGITS:
+            table[c0, byte] = row[value]
+            table[c1, byte] = row[0x10 + value]
+        table[c2, ord("2")] = row[_QUOTE]
+        table[c5, ord("c")] = table[c5, ord("C")] = row[_BACKSLASH]
+    accepting = np.zeros(n * per, dtype=bool)
+    accepting[:n] = np.asarray(leaf.accepting)
+    return dfa_ops.as_leaf(dfa_ops.finish(table, accepting))
 
 
 ANY_CHAR = CharClass.any_char()

@@ -2,13 +2,16 @@
 
 Owns the UTF-8 encoding of character classes (range splitting into byte-range
 sequences, as in Rust's regex-syntax) and the expansion of bounded
-repetition, under a state limit. Knows nothing about tokens or DFAs; rule
-references must already be non-recursive (they are inlined here).
+repetition, under a state limit; an `ir.ByteDfa` leaf is embedded as is (one
+NFA state per DFA state). Knows nothing about tokens; rule references must
+already be non-recursive (they are inlined here).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from . import ir
 from .errors import ConstraintError
@@ -104,6 +107,8 @@ class _Builder:
                 return entry, exit_
             case ir.Repeat(item, lo, hi):
                 return self.repeat(item, lo, hi)
+            case ir.ByteDfa():
+                return self.byte_dfa(expr)
             case ir.RuleRef(name):
                 if name not in self.rules:
                     raise ConstraintError(f"undefined rule {name!r}")
@@ -114,6 +119,28 @@ class _Builder:
                 self.inlining.pop()
                 return frag
         raise TypeError(f"not an IR expression: {expr!r}")
+
+    def byte_dfa(self, dfa: ir.ByteDfa) -> tuple[int, int]:
+        """One NFA state per DFA state, its rows as byte-range edges (runs of equal targets)."""
+        nfa = self.nfa
+        base = len(nfa.eps)
+        for _ in range(dfa.num_states):
+            nfa.new_state()
+        exit_ = nfa.new_state()
+        trans = np.asarray(dfa.trans)
+        # a run starts where the target changes: [S, 256] -> (state, first byte) pairs
+        change = np.ones(trans.shape, dtype=bool)
+        change[:, 1:] = trans[:, 1:] != trans[:, :-1]
+        rows, starts = np.nonzero(change)
+        ends = np.append(starts[1:], 256)
+        ends[np.append(rows[1:] != rows[:-1], True)] = 256
+        for q, lo, hi in zip(rows.tolist(), starts.tolist(), ends.tolist()):
+            target = int(trans[q, lo])
+            if target >= 0:
+                nfa.edges[base + q].append((lo, hi - 1, base + target))
+        for q in np.flatnonzero(np.asarray(dfa.accepting)).tolist():
+            nfa.eps[base + q].append(exit_)
+        return base, exit_
 
     def char_class(self, cls: ir.CharClass) -> tuple[int, int]:
         nfa = self.nfa

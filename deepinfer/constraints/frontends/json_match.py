@@ -75,5 +75,15 @@ class _Matcher:
             return out
         if isinstance(e, ir.RuleRef):
             return self.ends(self.rules[e.name], i)
+        if isinstance(e, ir.ByteDfa):  # run the DFA over the rest's UTF-8, one character at a time
+            out, q = ({i} if e.accepting[0] else set()), 0
+            for j in range(i, len(text)):
+                for byte in text[j].encode("utf-8", "surrogatepass"):
+                    q = int(e.trans[q, byte])
+                    if q < 0:
+                        return out
+                if e.accepting[q]:
+                    out.add(j + 1)
+            return out
         raise TypeError(repr(e))
 

@@ -47,6 +47,9 @@ def grammar_to_regex(grammar: ir.Grammar, max_len: int = 5_000_000) -> str:
                 return "(?:" + expr(item) + ")" + q
             case ir.RuleRef(name):
                 return "(?:" + rule(name) + ")"
+            case ir.ByteDfa():  # back to an expression (slow, may fail: DfaOpError; tests only)
+                from deepinfer.constraints import dfa_ops
+                return "(?:" + expr(dfa_ops.to_expr(dfa_ops.expr_dfa(e))) + ")"
         raise TypeError(repr(e))
 
     return rule(grammar.start)

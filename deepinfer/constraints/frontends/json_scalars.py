@@ -83,12 +83,33 @@ def lower_string(lw: "Lowerer", d: dict, node: Node) -> Expr:
         language = repeat(ANY_CHAR)
     if excluded:
         language = _minus_words(lw, language, excluded, ptr)
-    if lo or hi is not None:
+    if (lo or hi is not None) and isinstance(language, ir.ByteDfa):
+        language, exact = _bound_dfa_length(lw, language, lo, hi, ptr)
+    elif lo or hi is not None:
         language, exact = bound_length(language, lo, hi)
         if not exact:
             lw.note(f"{ptr or '/'}: minLength/maxLength with this pattern are enforced with per-part "
                     f"length budgets (sound; some long valid strings are excluded)")
     return quoted(encode_expr(language))
+
+
+def _bound_dfa_length(lw: "Lowerer", language: ir.ByteDfa, lo: int, hi: int | None,
+                      ptr: str) -> tuple[Expr, bool]:
+    """(a DFA leaf's strings of lo..hi characters, exact?): its product with a length counter;
+    where that is too large, with a smaller cap (halved while it stays >= lo: sound, it only
+    drops long strings, and json_scalars notes it)."""
+    lang, cap = dfa_ops.expr_dfa(language), hi
+    while True:
+        try:
+            bounded = dfa_ops.intersect(lang, dfa_ops.expr_dfa(repeat(ANY_CHAR, lo, cap)))
+            return dfa_ops.to_ir(bounded), cap == hi
+        except dfa_ops.DfaOpError as exc:
+            if cap is None or cap // 2 < max(lo, 1):
+                keyword = "maxLength" if hi is not None else "minLength"
+                lw.unsupported(f"{ptr}/{keyword}", keyword, f"bounding the length of this pattern and "
+                               f"format's language: {exc}")
+                return language, True  # skipped (strict=False): recorded by unsupported
+            cap //= 2
 
 
 def _capped_by_matcher(lw: "Lowerer", d: dict, lo: int, hi: int | None) -> bool:
@@ -129,7 +150,7 @@ def _string_language(lw: "Lowerer", d: dict, ptr: str) -> Expr | None:
             lang = dfa_ops.intersect(lang, dfa_ops.expr_dfa(expr))
         for negated in negatives:
             lang = dfa_ops.minus(lang, dfa_ops.expr_dfa(parse_pattern(negated, exact=True)))
-        return dfa_ops.to_expr(lang)
+        return dfa_ops.to_ir(lang)
     except (dfa_ops.DfaOpError, PatternError) as exc:
         if negated is not None:  # the negated pattern's own place (a `not`, another oneOf branch)
             where = d.get(NOT_PATTERN_AT, {}).get(negated, where)
@@ -142,6 +163,9 @@ def _minus_words(lw: "Lowerer", language: Expr, words: list[str], ptr: str) -> E
     """language minus a finite set of strings (exact when the language is 'any string')."""
     if language == repeat(ANY_CHAR):
         return not_in(words)
+    if isinstance(language, ir.ByteDfa):
+        excluded = dfa_ops.expr_dfa(alt(*(literal(w) for w in words)))
+        return dfa_ops.to_ir(dfa_ops.minus(dfa_ops.expr_dfa(language), excluded))
     return minus_words(language, words)
 
 
