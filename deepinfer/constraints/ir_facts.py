@@ -135,11 +135,19 @@ class FactsCache:
         return Facts(False, lo == 0 or item.nullable, item.nonempty, item.first, states)
 
 
+LEAF_STATES = 4_096  # the least size a DFA leaf counts for (cfg/lexeme.py's EAGER_NFA_STATES or more)
+
+
 def _dfa_facts(dfa: ir.ByteDfa) -> Facts:
-    """Facts of a trimmed DFA leaf (nfa.byte_dfa: one NFA state per DFA state, plus an exit)."""
+    """Facts of a trimmed DFA leaf (nfa.byte_dfa: one NFA state per DFA state, plus an exit).
+
+    Its size counts for at least LEAF_STATES. Why: a lexeme that small is determinized lazily,
+    inside a mask step, and one that fails there matches nothing; a leaf packs a determinized
+    language into few NFA states, so a lexeme around it (`.*` then the leaf: a lookahead pattern
+    without `^`) can exceed the DFA limits, and that must fail the compile instead."""
     live = np.flatnonzero(np.asarray(dfa.trans)[0] >= 0).tolist()
     first = sum(1 << b for b in live)
-    return Facts(False, bool(dfa.accepting[0]), bool(live), first, dfa.num_states + 1)
+    return Facts(False, bool(dfa.accepting[0]), bool(live), first, max(dfa.num_states + 1, LEAF_STATES))
 
 
 @functools.lru_cache(maxsize=4096)

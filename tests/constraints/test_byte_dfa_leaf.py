@@ -109,3 +109,25 @@ def test_reference_matcher_reads_leaves():
     for s in strings:
         want = bool(re.search(pattern, s)) and fmt_re.fullmatch(s) is not None
         assert matches(grammar, json.dumps(s, ensure_ascii=False)) == want, s
+
+
+PASSWORDS = ["Password1", "password1", "PASSWORD", "Pass1", "Abcdefg1", "Abc def1!", "A1" + "x" * 30,
+             "A1" + "x" * 31, "aB3$aB3$", "ééééééA1", "Ü1" + "é" * 6]
+
+
+@pytest.mark.parametrize("pattern", [r"^(?=.*[A-Z])(?=.*\d).{8,32}$",
+                                     r"^(?=.*\d)(?=.*[a-z])(?=.*[A-Z])(?!.*\s).{8,20}$"])
+def test_counting_lookaheads_compile_to_a_leaf(pattern):
+    """Password rules with a bounded length: flags times counts, no compact expression."""
+    schema = {"type": "array", "items": {"type": "string", "pattern": pattern}}
+    for s in PASSWORDS:
+        assert accepts(schema, json.dumps([s], ensure_ascii=False)) == bool(re.search(pattern, s)), s
+
+
+def test_a_leaf_too_big_in_context_fails_the_compile():
+    """Without `^` the leaf follows `.*`: that lexeme is determinized at compile time, and its
+    size error is the compile's (not a lexeme that matches nothing at generation time)."""
+    from deepinfer.constraints import ConstraintError
+
+    with pytest.raises(ConstraintError, match="pattern"):
+        accepts({"type": "string", "pattern": r"(?=.*[A-Z])(?=.*\d).{8,32}$"}, '"Password1"')

@@ -42,7 +42,7 @@ def with_lookaheads(items: list, exact: bool, search: Search) -> Expr | None:
             lang = dfa_ops.expr_dfa(search([_START] + rest, exact))
             for op, (_, sub) in looks:
                 lang = _with_look(lang, op, list(sub.data), exact, search)
-            found = dfa_ops.to_expr(lang)
+            found = dfa_ops.to_ir(lang)  # password rules count and flag at once: often a DFA leaf
             return found if start else seq(repeat(ANY), found)
         if start:
             return _tempered(rest, exact, search)
