@@ -62,15 +62,12 @@ def test_excluding_every_boolean_leaves_nothing():
         lower_json_schema({"type": "boolean", "not": {"enum": [True, False]}})
 
 
-@pytest.mark.parametrize("schema,pointer,keyword", [
-    ({"dependentSchemas": {"a": {"oneOf": [{"type": "string"}]}}}, "/dependentSchemas/a", "dependentSchemas"),
-    ({"type": "object", "dependentSchemas": {"a": {"if": {"required": ["b"]}, "then": {"required": ["c"]}}}},
-     "/dependentSchemas/a", "dependentSchemas"),
+@pytest.mark.parametrize("schema,pointer,keyword", [  # (dependent schemas: test_json_dependent_schemas.py)
     ({"type": "object", "propertyNames": {"pattern": "^a", "oneOf": [{"maxLength": 2}, {"minLength": 1}]}},
      "/propertyNames", "propertyNames"),
 ])
 def test_composition_inside_keywords_that_take_only_simple_schemas_is_refused(schema, pointer, keyword):
-    """oneOf / if inside a dependent schema or propertyNames normalize to internal markers; they
-    were taken for annotations and dropped (`{"a": {"a": 1}}` passed a string-only dependency)."""
+    """oneOf / if inside propertyNames normalize to internal markers; they were taken for
+    annotations and dropped (the same happened in dependent schemas, which are now enforced)."""
     with pytest.raises(ConstraintError, match=f"{pointer}: `{keyword}` is not enforced"):
         lower_json_schema(schema)

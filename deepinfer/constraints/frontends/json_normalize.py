@@ -3,12 +3,13 @@
 Owns the canonical form: `$ref`s followed and `allOf` members folded in (by
 json_merge's exact `merge`), draft differences removed (draft-04 boolean
 `exclusive*`, draft-07 array `items` + `additionalItems` vs `prefixItems`,
-`dependencies` split into `dependentRequired`/`dependentSchemas`, `const` as a
-one-value `enum`, the keywords the declared draft lacks dropped and, in drafts 4-7, the
-siblings of a `$ref` too: json_drafts.py),
-sub-schemas wrapped as `Node`s so they keep their pointer and base URI, and the
-vocabulary of keywords that validate (VALIDATION) or only annotate. Where each property and branch was declared is recorded for
-json_order. Knows nothing about IR, and nothing about how two members combine.
+`dependencies` split into `dependentRequired`/`dependentSchemas`, a dependent schema of
+more than `required` as the conditional it means (`_conds`: if the object has that member,
+then the schema), `const` as a one-value `enum`, the keywords the declared draft lacks
+dropped and, in drafts 4-7, the siblings of a `$ref` too: json_drafts.py), sub-schemas
+wrapped as `Node`s so they keep their pointer and base URI, and the vocabulary of keywords
+that validate (VALIDATION) or only annotate. Where each property and branch was declared is
+recorded for json_order. Knows nothing about IR, and nothing about how two members combine.
 """
 
 from __future__ import annotations
@@ -84,6 +85,10 @@ class Normalizer:
         if key in ("properties", "patternProperties", "dependentSchemas"):
             if not isinstance(value, dict):
                 raise MergeError(ptr, f"{key} must be an object")
+            if key == "dependentSchemas":
+                for name in value:
+                    self._dependent(out, node, key, name)
+                return
             if key == "patternProperties" and list(value) == [""] and \
                     node.schema.get("additionalProperties", True) is not True:
                 # jsonschema joins the patterns with "|" and reads an empty result as "no
@@ -101,8 +106,8 @@ class Normalizer:
                 out["_oneOfs"] = [branches]
         elif key == "if":
             s = node.schema
-            out["_conds"] = [(node.child("if"), node.child("then") if "then" in s else None,
-                              node.child("else") if "else" in s else None)]
+            out.setdefault("_conds", []).append((node.child("if"), node.child("then") if "then" in s
+                                                 else None, node.child("else") if "else" in s else None))
         elif key in ("then", "else"):
             pass  # without `if` they have no effect; with it they are taken above
         elif key == "items" and isinstance(value, list):  # draft-07 tuple form
@@ -118,7 +123,7 @@ class Normalizer:
                 if isinstance(dep, list):
                     out.setdefault("dependentRequired", {})[name] = list(dep)
                 else:
-                    out.setdefault("dependentSchemas", {})[name] = node.child(key, name)
+                    self._dependent(out, node, key, name)
         elif key in ("const", "enum"):
             values = [value] if key == "const" else list(value) if isinstance(value, list) else None
             if values is None:
@@ -135,6 +140,17 @@ class Normalizer:
             out["type"] = _types(names)
         else:
             out[key] = value
+
+    def _dependent(self, out: dict, node: Node, key: str, name: str) -> None:
+        """A dependent schema: one of only `required` stays in `dependentSchemas` (json_objects'
+        presence machine enforces it); any other is the conditional it means, `if` the
+        instance is an object with member `name` `then` the schema (json_composition)."""
+        dep = node.child(key, name)
+        if _required_only(dep.schema):
+            out.setdefault("dependentSchemas", {})[name] = dep
+            return
+        present = Node({"type": "object", "required": [name]}, dep.ptr, dep.base, dep.ref_alone)
+        out.setdefault("_conds", []).append((present, dep, None))  # no position: placed as is
 
     def _finish(self, out: dict, node: Node) -> None:
         """Draft differences: boolean exclusive*, items/additionalItems."""
@@ -162,7 +178,14 @@ def _record_position(out: dict, key: str, k: int) -> None:
     elif key == "anyOf":
         out[ANY_OF_POS] = (k,)
     elif key == "if":
-        out[COND_POS] = [(out["_conds"][0], (k,))]
+        out.setdefault(COND_POS, []).append((out["_conds"][-1], (k,)))
+
+
+def _required_only(schema) -> bool:
+    """true, false, or a schema object whose only validating keyword is `required`."""
+    if isinstance(schema, bool):
+        return True
+    return isinstance(schema, dict) and all(k == "required" or k not in VALIDATION for k in schema)
 
 
 def _types(names) -> frozenset:
