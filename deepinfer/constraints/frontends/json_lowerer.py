@@ -35,6 +35,9 @@ DEAD_RULE = "unproductive"  # a rule with no finite derivation: referencing it c
 _STRING_SIZE = ("minLength", "maxLength", "pattern", "format")
 _NUMBER_SIZE = ("multipleOf", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 _UNSUPPORTED = {"$dynamicRef", "$recursiveRef", "unevaluatedProperties", "unevaluatedItems"}
+_UNSUPPORTED_WHY = {"unevaluatedProperties": "enforced only where what is evaluated does not depend on a "
+                    "branch (properties, patternProperties, additionalProperties, allOf, $ref), not next to "
+                    "anyOf, oneOf, if or dependent schemas"}
 
 
 class Lowerer:
@@ -215,7 +218,7 @@ class Lowerer:
         if d is False:
             return ir.NOTHING
         for key in _UNSUPPORTED & set(d):
-            self.unsupported(f"{node.ptr}/{key}", key, "not supported by this compiler")
+            self.unsupported(f"{node.ptr}/{key}", key, _UNSUPPORTED_WHY.get(key, "not supported by this compiler"))
         if "enum" in d:
             return self.lower_enum(d, node)
         if any(k in d for k in ("anyOf", "_oneOfs", "not", "_conds")):
