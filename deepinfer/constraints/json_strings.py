@@ -130,44 +130,58 @@ def encode_expr(expr: Expr) -> Expr:
 
 _CONTROL_COUNT = 0x20
 _HEX_DIGITS = [(ord(c), int(c, 16)) for c in "0123456789abcdefABCDEF"]
+_ESCAPED = list(range(_CONTROL_COUNT)) + [_QUOTE, _BACKSLASH]  # never written plain
+_BY_NAME = [(_QUOTE, _QUOTE), (_BACKSLASH, _BACKSLASH), (_SLASH, _SLASH)] + \
+    [(ord(spelled[1]), cp) for cp, spelled in _NAMED_ESCAPES.items() if cp not in (_QUOTE, _BACKSLASH)]
 
 
 def encode_dfa(leaf: ir.ByteDfa) -> Expr:
     """encode_expr of a DFA leaf over decoded text: the DFA of its JSON string text.
 
     The same spellings as encode_codepoints: plain characters (UTF-8 bytes other than
-    controls, quote and backslash) step as before; from each state a backslash opens a
-    small trie of escapes (`\\"`, `\\\\`, `\\/`, the named control escapes and
-    `\\u00XX` for controls, quote and backslash, hex digits in either case), each
-    ending where its decoded character led. Unused trie states are trimmed away."""
+    controls, quote and backslash) step as before; from a state with an escapable move a
+    backslash opens a small trie of escapes (quote, backslash, slash, the named control
+    escapes, and `u00XX` for controls, quote and backslash, hex digits in either case),
+    each ending where its decoded character led. Trie states are made only where used."""
     from deepinfer.constraints import dfa_ops  # not at import: dfa_ops imports the IR
 
     trans = np.asarray(leaf.trans)
     n = trans.shape[0]
-    per = 9  # trie states per original state: \, \u, \u0, \u00, \u000, \u001, \u002, \u005
-    table = np.full((n * per, 256), -1, dtype=np.int32)
-    table[:n] = trans
-    table[:n, :_CONTROL_COUNT] = -1
-    table[:n, _QUOTE] = -1
-    table[:n, _BACKSLASH] = -1
+    rows = [row for row in trans.copy()]  # int32 [256] each, grown below
+    for row in rows:
+        row[_ESCAPED] = -1
+
+    def new_state() -> int:
+        rows.append(np.full(256, -1, dtype=np.int32))
+        return len(rows) - 1
+
     for q in range(n):
         row = trans[q]
-        esc, u, u0, u00, c0, c1, c2, c5 = (n + (per - 1) * q + k for k in range(per - 1))
-        table[q, _BACKSLASH] = esc
-        for byte, cp in ((_QUOTE, _QUOTE), (_BACKSLASH, _BACKSLASH), (_SLASH, _SLASH)):
-            table[esc, byte] = row[cp]
-        for cp, spelled in _NAMED_ESCAPES.items():
-            table[esc, ord(spelled[1])] = row[cp]
-        table[esc, ord("u")], table[u, ord("0")], table[u0, ord("0")] = u, u0, u00
-        table[u00, ord("0")], table[u00, ord("1")], table[u00, ord("2")], table[u00, ord("5")] = c0, c1, c2, c5
-        for byte, value in _HEX_DIGITS:
-            table[c0, byte] = row[value]
-            table[c1, byte] = row[0x10 + value]
-        table[c2, ord("2")] = row[_QUOTE]
-        table[c5, ord("c")] = table[c5, ord("C")] = row[_BACKSLASH]
-    accepting = np.zeros(n * per, dtype=bool)
+        named = [(byte, int(row[cp])) for byte, cp in _BY_NAME if row[cp] >= 0]
+        controls, quote, backslash = row[:_CONTROL_COUNT] >= 0, row[_QUOTE] >= 0, row[_BACKSLASH] >= 0
+        if not named and not controls.any():
+            continue
+        esc = rows[q][_BACKSLASH] = new_state()
+        for byte, target in named:
+            rows[esc][byte] = target
+        if not (controls.any() or quote or backslash):
+            continue
+        u = rows[esc][ord("u")] = new_state()
+        u0 = rows[u][ord("0")] = new_state()
+        u00 = rows[u0][ord("0")] = new_state()
+        for second, lo in ((ord("0"), 0), (ord("1"), 0x10)):
+            if controls[lo:lo + 16].any():
+                last = rows[u00][second] = new_state()
+                for byte, value in _HEX_DIGITS:
+                    rows[last][byte] = row[lo + value]
+        for second, third, cp in ((ord("2"), "2", _QUOTE), (ord("5"), "cC", _BACKSLASH)):
+            if row[cp] >= 0:
+                last = rows[u00][second] = new_state()
+                for ch in third:
+                    rows[last][ord(ch)] = row[cp]
+    accepting = np.zeros(len(rows), dtype=bool)
     accepting[:n] = np.asarray(leaf.accepting)
-    return dfa_ops.as_leaf(dfa_ops.finish(table, accepting))
+    return dfa_ops.as_leaf(dfa_ops.finish(np.array(rows, dtype=np.int32), accepting))
 
 
 ANY_CHAR = CharClass.any_char()

@@ -14,7 +14,7 @@ CASES = [
      "/properties/a/pattern", "`pattern`"),
     ({"type": "object", "properties": {"a": {"type": "integer", "multipleOf": 123456789123}}},
      "/properties/a/multipleOf", "`multipleOf`"),
-    ({"type": "string", "maxLength": 100000, "pattern": "^[a-z]*$"}, "/", "`maxLength`, `pattern`"),
+    ({"type": "string", "minLength": 100000, "pattern": "^[a-z]*$"}, "/minLength", "`minLength`"),
     # a negated count is named where it was written, not by the bound it becomes
     ({"not": {"minItems": 200000}}, "/not/minItems", "maxItems"),
     ({"type": "array", "not": {"maxItems": 200000}}, "/not/maxItems", "minItems"),
