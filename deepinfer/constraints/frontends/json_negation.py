@@ -177,6 +177,8 @@ class Negation:
         if key == "properties":
             alts = []  # non-objects satisfy `properties`
             for name, sub in value.items():
+                if _implied(property_view(d, name), sub):
+                    continue  # d already holds that very sub-schema: no value of d's violates it
                 a = _with_types(d, type_set(d) & {"object"})
                 a["required"] = list(dict.fromkeys(list(a.get("required", [])) + [name]))
                 props = dict(a.get("properties", {}))
@@ -276,6 +278,20 @@ def bound_written_at(d: dict, node: Node, key: str) -> str:
         if opposite is not None and isinstance(negated, dict) and opposite in negated:
             return f"{src.ptr}/not/{opposite}"
     return f"{node.ptr}/{key}"
+
+
+def _implied(view: Node | None, sub: Node) -> bool:
+    """`view` (what d says of a property) includes the very sub-schema `sub` (the same schema
+    object, read with the same base: two `$ref`s to one definition, the shared base of oneOf
+    branches), so no value `view` allows violates `sub`. Why: negating branch j inside branch i
+    of a oneOf whose branches share a base made one alternative per shared property, each
+    empty, and 4 such branches went past MAX_ALTERNATIVES (MaskBench's Github_hard---o33131)."""
+    if view is None:
+        return False
+    if view.schema is sub.schema and view.base == sub.base:
+        return True
+    members = view.schema.get("allOf") if isinstance(view.schema, dict) else None
+    return isinstance(members, list) and any(isinstance(m, Node) and _implied(m, sub) for m in members)
 
 
 def _allows_all(norm) -> bool:

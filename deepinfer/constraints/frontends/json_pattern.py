@@ -8,7 +8,9 @@ before or after. Classes keep soundness under Python's Unicode rules: `\\d`,
 `\\w`, `\\s` used positively lower to (a subset of) Python's set, used negated to
 the exact complement of Python's full Unicode set. Constructs that are not
 regular (backreferences, lookaround, word boundaries, case-insensitive flags,
-atomic groups, possessive quantifiers) raise PatternError naming the construct.
+atomic groups, possessive quantifiers) raise PatternError naming the construct. One
+ECMA-262 construct Python lacks is taken too: `\\p{..}` general categories
+(json_unicode_props.py).
 
 Length bounds on a pattern's language are json_length's.
 Knows nothing about JSON text or schemas.
@@ -31,6 +33,8 @@ import numpy as np
 
 from deepinfer.constraints import ir
 from deepinfer.constraints.ir import CharClass, Expr, alt, repeat, seq
+
+from .json_unicode_props import expand_properties
 
 ANY = CharClass.any_char()
 ANY_BUT_NEWLINE = CharClass.of([(10, 10)], negated=True)
@@ -83,6 +87,10 @@ def _category(cat, negated_context: bool) -> tuple[tuple[int, int], ...]:
 def parse_pattern(pattern: str, exact: bool = False) -> Expr:
     """The set of strings s with `re.search(pattern, s)` (or a sound subset of it; exactly that
     set with `exact=True`, as negation needs: Unicode \\d and \\w, `$` before a final newline)."""
+    try:
+        pattern = expand_properties(pattern)  # ECMA-262 \p{..} general categories (json_unicode_props)
+    except ValueError as exc:
+        raise PatternError(str(exc)) from None
     try:
         parsed = sre_parse.parse(pattern, 0)
     except (re.error, RecursionError, OverflowError) as exc:
