@@ -19,6 +19,7 @@ from .json_disjoint import disjoint
 from .json_negation import MAX_ALTERNATIVES, Negation
 from .json_order import ANY_OF_POS, BRANCH_KEYS, COND_POS, META, ONE_OF_POS, branch_prefix, place
 from .json_refs import Node
+from .json_unevaluated import UNEVAL, credit
 
 if TYPE_CHECKING:  # pragma: no cover
     from .json_lowerer import Lowerer
@@ -58,8 +59,11 @@ class Composition:
             alts = self._each(alts, lambda a, c=cond, at=at: self.if_then_else(a, c, node, at), node)
         if "anyOf" in d:
             at = d.get(ANY_OF_POS)
-            alts = self._each(alts, lambda a: [self.lw.merged(a, place(self.lw.normalize(b), at, i), b)
-                                               for i, b in enumerate(d["anyOf"])], node)
+            if UNEVAL in d and len(d["anyOf"]) > 1:
+                self.lw.note(f"{node.ptr or '/'}/unevaluatedProperties: a property only another matching "
+                             f"anyOf branch evaluates counts as unevaluated (sound, not exact)")
+            alts = self._each(alts, lambda a: [self._credit(self.lw.merged(a, place(self.lw.normalize(b), at, i), b),
+                                                            b) for i, b in enumerate(d["anyOf"])], node)
         for branches in d.get("_oneOfs", []):
             at = branch_prefix(d, ONE_OF_POS, branches)
             alts = self._each(alts, lambda a, bs=branches, at=at: [x for i in range(len(bs))
@@ -98,7 +102,7 @@ class Composition:
     def one_of(self, base: dict, i: int, branches: list[Node], node: Node, at: tuple | None = None) -> list:
         """Branch i (placed at `at` + (i,) for member order, see json_order) and no other branch."""
         mine = self.lw.merged(base, place(self.lw.normalize(branches[i]), at, i), branches[i])
-        alts = [mine]
+        alts = [self._credit(mine, branches[i])]
         for j, other in enumerate(branches):
             if j == i:
                 continue
@@ -111,10 +115,15 @@ class Composition:
     # ------------------------------------------------------------ if / then
     def if_then_else(self, d: dict, conditional: tuple, node: Node, at: tuple | None = None) -> list:
         cond, then, other = conditional
-        yes = self.lw.merged(d, place(self.lw.normalize(cond), at, 0), cond)
+        yes = self._credit(self.lw.merged(d, place(self.lw.normalize(cond), at, 0), cond), cond)
         if then is not None:
-            yes = self.lw.merged(yes, place(self.lw.normalize(then), at, 1), then)
+            yes = self._credit(self.lw.merged(yes, place(self.lw.normalize(then), at, 1), then), then)
         noes = self.negation.negate(d, cond, f"{cond.ptr}")
         if other is not None:
-            noes = [self.lw.merged(n, place(self.lw.normalize(other), at, 2), other) for n in noes]
+            noes = [self._credit(self.lw.merged(n, place(self.lw.normalize(other), at, 2), other), other)
+                    for n in noes]
         return [yes, *noes]
+
+    def _credit(self, d, branch: Node):
+        """d with what `branch` evaluates credited to its unevaluatedProperties markers."""
+        return credit(d, branch, self.lw.refs.resolve)

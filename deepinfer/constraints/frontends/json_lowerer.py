@@ -28,6 +28,7 @@ from .json_normalize import VALIDATION, Normalizer
 from .json_numbers import NUMBER_TEXT
 from .json_refs import Node, RefError, Refs
 from .json_text import Whitespace, any_string, value_text
+from .json_unevaluated import UNEVAL, close
 from .json_verdict import Verdict, markers_allow
 
 LOWER_TIME_BUDGET_S = 8.0  # both lowerings (DFA attempt, then split for the context-free back end)
@@ -35,9 +36,7 @@ DEAD_RULE = "unproductive"  # a rule with no finite derivation: referencing it c
 _STRING_SIZE = ("minLength", "maxLength", "pattern", "format")
 _NUMBER_SIZE = ("multipleOf", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 _UNSUPPORTED = {"$dynamicRef", "$recursiveRef", "unevaluatedProperties", "unevaluatedItems"}
-_UNSUPPORTED_WHY = {"unevaluatedProperties": "enforced only where what is evaluated does not depend on a "
-                    "branch (properties, patternProperties, additionalProperties, allOf, $ref), not next to "
-                    "anyOf, oneOf, if or dependent schemas"}
+_UNSUPPORTED_WHY: dict[str, str] = {}
 
 
 class Lowerer:
@@ -219,10 +218,15 @@ class Lowerer:
             return ir.NOTHING
         for key in _UNSUPPORTED & set(d):
             self.unsupported(f"{node.ptr}/{key}", key, _UNSUPPORTED_WHY.get(key, "not supported by this compiler"))
-        if "enum" in d:
+        if "enum" in d:  # (values are checked against the sources by jsonschema: markers too)
             return self.lower_enum(d, node)
         if any(k in d for k in ("anyOf", "_oneOfs", "not", "_conds")):
             return self.composition.lower(d, node)
+        if UNEVAL in d:  # every branch taken: close what this alternative left unevaluated
+            d, closer = close(d)
+            if closer is not None:
+                d = self.merged(d, self.normalize(closer), closer)
+            return self.lower_normal(d, node)
         return self.lower_types(d, node)
 
     def lower_enum(self, d: dict, node: Node) -> Expr:

@@ -15,6 +15,7 @@ import json
 import math
 import re
 
+from .json_unevaluated import EVALUATED, UNEVAL
 from .json_order import NOT_PATTERN_AT, ORDER_KEYS, POS, follow, merge_positions, ordered
 from .json_refs import Node
 
@@ -126,6 +127,11 @@ def merge(a: dict | bool, b: dict | bool, where: Node) -> dict | bool:
             out[key] = list(mine) + list(value)
         elif key == NOT_PATTERN_AT:
             out[key] = {**mine, **value}
+        elif key == UNEVAL:  # one unevaluatedProperties per object level (json_unevaluated)
+            if mine[0] != value[0]:
+                raise MergeError(ptr, "`unevaluatedProperties` in two members that both branch is not supported")
+        elif key == EVALUATED:
+            out[key] = (mine[0] | value[0], mine[1] | value[1], mine[2] or value[2])
         elif key in ("properties", "patternProperties", "prefixItems"):
             pass  # handled below with the per-member views
         elif json.dumps(mine, sort_keys=True, default=id) != json.dumps(value, sort_keys=True, default=id):

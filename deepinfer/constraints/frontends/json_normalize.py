@@ -20,7 +20,7 @@ from .json_merge import TYPES, MergeError, canon, merge
 from .json_order import ANY_OF_POS, COND_POS, ONE_OF_POS, POS, shifted
 from .json_drafts import UNDECLARED, Draft, draft_of
 from .json_refs import Node, Refs
-from .json_unevaluated import EVERYTHING, closing_member
+from .json_unevaluated import EVERYTHING, closing_member, mark
 from .json_values import check_value
 
 ANNOTATIONS = {"title", "description", "default", "examples", "example", "$comment", "$schema", "$id",
@@ -68,8 +68,11 @@ class Normalizer:
                 members.append((self.refs.resolve(value, node.base), (k,)))
             elif key == "allOf":
                 members.extend((node.child("allOf", i), (k, i)) for i in range(len(value)))
-            elif key == "unevaluatedProperties" and (closer := closing_member(node, self.refs.resolve)):
-                if closer != EVERYTHING:  # one more member (json_unevaluated); else no effect
+            elif key == "unevaluatedProperties":
+                closer = closing_member(node, self.refs.resolve)
+                if closer is None:  # what is evaluated depends on branches: markers they credit
+                    out.update(mark(node, self.refs.resolve))
+                elif closer != EVERYTHING:  # one more member (json_unevaluated); else no effect
                     members.append((closer, (k,)))
             else:
                 self._put(out, node, key, value)

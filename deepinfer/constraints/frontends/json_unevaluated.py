@@ -1,4 +1,4 @@
-"""`unevaluatedProperties` where every evaluated property is known without branching.
+"""`unevaluatedProperties`: one more `allOf` member, or a marker the branches credit.
 
 A property is *evaluated* by the schema object and the members it applies in place when they
 validate: `properties`, `patternProperties` and `additionalProperties` (everything), and
@@ -7,10 +7,15 @@ When nothing in that closure branches (`anyOf`, `oneOf`, `if`, dependent schemas
 them validate decides what is evaluated), the evaluated set is fixed, and
 `unevaluatedProperties: U` is exactly one more `allOf` member: every evaluated name and
 pattern declared with no constraint, and `additionalProperties: U` for the rest (the
-*closer*); json_merge folds it in like any member. Where something branches, the keyword
-stays in the normalized dict and json_lowerer refuses it (fail closed).
+*closer*); json_merge folds it in like any member. Where something branches, the normalized
+dict carries a marker instead (UNEVAL: the keyword's node; EVALUATED: what the unconditional
+closure evaluates), json_composition credits each alternative with what its branch evaluates
+(`credit`: the chosen oneOf branch; `if` and `then`, or `else`; a dependent schema whose member is
+present; an anyOf branch, which is stricter than the keyword where several anyOf branches hold:
+noted), and json_lowerer merges the closer of the alternative's evaluated set once no branch is
+left (`close`). Negated branches evaluate nothing (a failed schema gives no annotations).
 
-Owns the closure walk and the closer; knows nothing about IR or lowering.
+Owns the closure walk, the marker and the closer; knows nothing about IR or lowering.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from .json_refs import Node
 
 _BRANCHING = ("anyOf", "oneOf", "if", "dependentSchemas", "dependencies")
 EVERYTHING = "everything"  # closing_member's answer when no property is left unevaluated
+UNEVAL = "_uneval"         # marker: (ptr, base) of the schema whose keyword it is, and that Node
+EVALUATED = "_evaluated"   # marker: (names, patterns, everything) evaluated so far
 
 
 def closing_member(node: Node, resolve) -> Node | str | None:
@@ -38,9 +45,46 @@ def closing_member(node: Node, resolve) -> Node | str | None:
     return Node(closer, f"{node.ptr}/unevaluatedProperties", node.base, node.ref_alone)
 
 
-def _walk(node: Node, resolve, names: dict, patterns: dict, seen: set, top: bool = False) -> str | None:
-    """Collect what `node` and its in-place members evaluate; EVERYTHING, None (branches), or
-    "" (collected)."""
+def mark(node: Node, resolve) -> dict:
+    """The markers of `node`'s keyword where its closure branches (closing_member gave None)."""
+    names: dict[str, None] = {}
+    patterns: dict[str, None] = {}
+    found = _walk(node, resolve, names, patterns, set(), top=True, branches=False)
+    return {UNEVAL: ((node.ptr, node.base), node),
+            EVALUATED: (frozenset(names), frozenset(patterns), found == EVERYTHING)}
+
+
+def credit(d, branch: Node | None, resolve):
+    """`d` (a normalized dict, or a bool) with what `branch` evaluates added to its markers."""
+    if branch is None or not isinstance(d, dict) or UNEVAL not in d:
+        return d
+    names: dict[str, None] = {}
+    patterns: dict[str, None] = {}
+    found = _walk(branch, resolve, names, patterns, set(), branches=False)
+    old = d[EVALUATED]
+    return {**d, EVALUATED: (old[0] | frozenset(names), old[1] | frozenset(patterns),
+                             old[2] or found == EVERYTHING)}
+
+
+def close(d: dict) -> tuple[dict, Node | None]:
+    """(d without markers, the closer Node to merge into it; None when everything is evaluated)."""
+    out = {k: v for k, v in d.items() if k not in (UNEVAL, EVALUATED)}
+    names, patterns, everything = d[EVALUATED]
+    if everything:
+        return out, None
+    node = d[UNEVAL][1]
+    closer = {"additionalProperties": node.schema["unevaluatedProperties"]}
+    if names:
+        closer["properties"] = {name: {} for name in sorted(names)}
+    if patterns:
+        closer["patternProperties"] = {p: {} for p in sorted(patterns)}
+    return out, Node(closer, f"{node.ptr}/unevaluatedProperties", node.base, node.ref_alone)
+
+
+def _walk(node: Node, resolve, names: dict, patterns: dict, seen: set, top: bool = False,
+          branches: bool = True) -> str | None:
+    """Collect what `node` and its in-place members evaluate; EVERYTHING, None (branches, when
+    `branches` says to stop there), or "" (collected)."""
     s = node.schema
     if not isinstance(s, dict):
         return ""  # true evaluates nothing; false never validates (nothing to close)
@@ -50,7 +94,7 @@ def _walk(node: Node, resolve, names: dict, patterns: dict, seen: set, top: bool
     seen.add(key)
     if "additionalProperties" in s or (not top and "unevaluatedProperties" in s):
         return EVERYTHING
-    if any(k in s for k in _BRANCHING):
+    if branches and any(k in s for k in _BRANCHING):
         return None
     for name in s.get("properties", {}) if isinstance(s.get("properties"), dict) else ():
         names.setdefault(name)
@@ -60,7 +104,7 @@ def _walk(node: Node, resolve, names: dict, patterns: dict, seen: set, top: bool
     if isinstance(s.get("$ref"), str):
         members.append(resolve(s["$ref"], node.base))
     for member in members:
-        got = _walk(member, resolve, names, patterns, seen)
+        got = _walk(member, resolve, names, patterns, seen, branches=branches)
         if got != "":
             return got
     return ""
