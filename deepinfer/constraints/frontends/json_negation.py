@@ -20,6 +20,7 @@ from .json_drafts import UNDECLARED
 from .json_merge import PP_SIDES, property_view, synthetic, type_set
 from .json_order import META, NOT_PATTERN_AT
 from .json_refs import Node
+from .json_unevaluated import EVALUATED, UNEVAL
 
 if TYPE_CHECKING:  # pragma: no cover
     from .json_lowerer import Lowerer
@@ -52,8 +53,9 @@ class Negation:
             return [d]
         if n is True:
             return []
-        named = {"_oneOfs": "oneOf", "_conds": "if", "_forbid": "not(required)", "_not_enum": "not(enum)"}
-        keys = [named.get(k, k) for k in n if k not in META]
+        named = {"_oneOfs": "oneOf", "_conds": "if", "_forbid": "not(required)", "_not_enum": "not(enum)",
+                 UNEVAL: "unevaluatedProperties"}
+        keys = [named.get(k, k) for k in n if k not in META and k != EVALUATED]
         if not keys:
             return []
         if keys == ["not"]:
