@@ -59,3 +59,22 @@ def test_pattern_properties_of_several_members_next_to_additional_properties(sch
     values = [dict(zip(keys, vals)) for n in range(3) for keys in itertools.combinations(["a", "ab", "b", "x"], n)
               for vals in itertools.product(["s", None, True], repeat=n)]
     assert assert_regex_verdicts(schema, values).annotations == []
+
+
+ONE_SIDED = [  # one allOf member's patternProperties, the other's properties + additionalProperties
+    {"type": "object", "properties": {"x1": {}}, "additionalProperties": {"type": "string"},
+     "allOf": [{"patternProperties": {"^x": {"enum": [1, "xyz"]}}}]},
+    {"type": "object", "properties": {"x1": {"type": "integer"}, "a": {}}, "additionalProperties": False,
+     "allOf": [{"patternProperties": {"^x": {"enum": [1, "xyz"]}}}]},
+]
+
+
+@pytest.mark.parametrize("schema", ONE_SIDED, ids=[json.dumps(s)[:60] for s in ONE_SIDED])
+def test_a_declared_name_takes_the_other_members_pattern_not_its_additional(schema):
+    """`{"x1": 1}` was rejected: x1's value also had to satisfy the declaring member's
+    additionalProperties, which does not apply to a name that member declares."""
+    from json_verdicts import accepts, valid
+
+    for value in [{"x1": 1}, {"x1": "xyz"}, {"x2": "xyz"}, {"x2": 1}, {"b": "s"}, {"b": 1}, {}, {"x1": 2}]:
+        text = json.dumps(value, separators=(",", ":"))
+        assert accepts(schema, text) == valid(schema, text), text

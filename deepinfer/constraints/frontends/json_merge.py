@@ -201,7 +201,13 @@ def _merge_objects(out: dict, a: dict, b: dict, where: Node) -> None:
     elif pa or pb:
         mine, other = (pa, b) if pa else (pb, a)
         extra = other.get("additionalProperties")
-        out["patternProperties"] = {p: both(n, extra) if extra is not None else n for p, n in mine.items()}
+        if extra is not None and any(re.search(p, name) for p in mine for name in other.get("properties", {})):
+            # a name the other member declares takes its pattern schema but not that member's
+            # additionalProperties: the sides keep them apart (json_additional), as above
+            out[PP_SIDES] = pp_sides(a) + pp_sides(b)
+            out["patternProperties"] = dict(mine)
+        else:  # every name a pattern matches is undeclared there: its additionalProperties applies
+            out["patternProperties"] = {p: both(n, extra) if extra is not None else n for p, n in mine.items()}
 
 
 def pp_sides(d: dict) -> list[tuple]:
