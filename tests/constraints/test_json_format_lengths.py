@@ -62,3 +62,17 @@ def test_long_max_length_with_a_pattern_compiles_with_a_noted_cap():
     notes = BYTE_COMPILER.compile_json_schema(schema).grammar.annotations
     assert any("are not generated" in n for n in notes)
     assert accepts(schema, '"abc"') and not accepts(schema, '"aB"')
+
+
+def test_skipping_an_unbuildable_bound_keeps_the_pattern():
+    """strict=False skips the length bound it cannot build, not the pattern next to it."""
+    from deepinfer.constraints import Matcher
+
+    compiled = BYTE_COMPILER.compile_json_schema({"type": "string", "minLength": 100000, "pattern": "^[a-z]*$"},
+                                                 strict=False)
+    assert any("skipped /minLength" in n for n in compiled.grammar.annotations)
+
+    def takes(text: str) -> bool:
+        m = Matcher(compiled)
+        return all(m.accept_token(b) for b in text.encode()) and m.is_completed()
+    assert takes('"abc"') and not takes('"aB"')

@@ -16,7 +16,6 @@ from deepinfer.constraints.ir import Expr
 from deepinfer.constraints.ir_facts import FactsCache
 
 from .json_length import bound_length
-from .json_text import ANY_CHAR
 
 if TYPE_CHECKING:  # pragma: no cover
     from .json_lowerer import Lowerer
@@ -61,7 +60,7 @@ def _bound_dfa_length(lw: "Lowerer", lang, lo: int, hi: int | None, ptr: str) ->
         cap = estimate  # no hope at full length: do not build a product (or counter) that big first
     if hi is None and lo + 2 > 4 * PRODUCT_STATES:
         lw.unsupported(f"{ptr}/minLength", "minLength", f"a minLength of {lo} with this pattern or format")
-        return ir.repeat(ANY_CHAR), True
+        return dfa_ops.to_ir(lang), True  # skipped (strict=False): the language without the bound
     while True:
         try:  # the reachable product is up to ~4x its minimal DFA (pairs with no way to accept)
             bounded = dfa_ops.intersect(lang, dfa_ops.length_dfa(lo, cap), 4 * PRODUCT_STATES)
@@ -75,7 +74,7 @@ def _bound_dfa_length(lw: "Lowerer", lang, lo: int, hi: int | None, ptr: str) ->
                 keyword = "maxLength" if hi is not None else "minLength"
                 lw.unsupported(f"{ptr}/{keyword}", keyword, f"bounding the length of this pattern and "
                                f"format's language: {exc}")
-                return ir.repeat(ANY_CHAR), True  # skipped (strict=False): recorded by unsupported
+                return dfa_ops.to_ir(lang), True  # skipped (strict=False): the language, unbounded
             cap //= 2
             continue
         if cap != hi:
