@@ -82,3 +82,28 @@ def test_two_branching_members_with_their_own_keyword_are_refused():
                         {"anyOf": [{"required": ["a"]}], "unevaluatedProperties": False}]}
     with pytest.raises(ConstraintError, match="unevaluatedProperties"):
         lower_json_schema(schema)
+
+
+ITEMS = [
+    {"type": "array", "prefixItems": [{"type": "string"}], "unevaluatedItems": False},
+    {"type": "array", "prefixItems": [{"type": "string"}], "unevaluatedItems": {"type": "integer"}},
+    {"allOf": [{"prefixItems": [{}, {}]}], "prefixItems": [{"type": "string"}], "unevaluatedItems": False},
+    {"type": "array", "contains": {"type": "string"}, "unevaluatedItems": {"type": "integer"}},
+    {"type": "array", "items": {"type": "boolean"}, "unevaluatedItems": False},
+    {"$schema": "https://json-schema.org/draft/2019-09/schema", "type": "array", "items": [{"type": "string"}],
+     "unevaluatedItems": False},
+    {"$schema": "https://json-schema.org/draft/2019-09/schema", "type": "array", "items": [{"type": "string"}],
+     "additionalItems": {"type": "integer"}, "unevaluatedItems": False},
+    {"$ref": "#/$defs/pair", "unevaluatedItems": False, "$defs": {"pair": {"prefixItems": [{}, {"type": "integer"}]}}},
+]
+ARRAYS = [[], ["a"], ["a", 1], ["a", "b"], [1], ["a", 1, 2], ["a", True], [True], [1, "s"], ["a", "b", "c"],
+          [True, False], "s", {}]
+
+
+@pytest.mark.parametrize("schema", ITEMS, ids=[json.dumps(s)[:70] for s in ITEMS])
+def test_unevaluated_items_against_jsonschema(schema):
+    """`unevaluatedItems` where nothing branches: the items past every evaluated prefix that no
+    `contains` matches take its schema (one more allOf member)."""
+    for value in ARRAYS:
+        text = json.dumps(value, separators=(",", ":"))
+        assert accepts(schema, text) == valid(schema, text), text

@@ -35,12 +35,12 @@ def post(server, path, body, **kw):
     ({"structured_outputs": {"grammar": "start: foo\n"}}, "'foo'"),
     ({"messages": [{"role": "wizard", "content": "x"}]}, "messages.0.role"),
     ({"response_format": {"type": "json_schema", "json_schema": {"name": "u", "schema": {
-        "type": "object", "properties": {"a": {"type": "array", "unevaluatedItems": False}}}}}},
+        "type": "object", "properties": {"a": {"type": "array", "anyOf": [{}], "unevaluatedItems": False}}}}}},
      "unevaluatedItems"),
     ({"tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "objekt"}}}]},
      "'tools[0].function.parameters': not a valid JSON Schema at /type"),
     ({"tools": [{"type": "function", "function": {"name": "f", "strict": True, "parameters": {
-        "type": "array", "unevaluatedItems": False}}}]},
+        "type": "array", "anyOf": [{}], "unevaluatedItems": False}}}]},
      "'tools[0].function.parameters': JSON Schema"),
     ({"tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": "required", "regex": "a"},
      "only one constraint"),

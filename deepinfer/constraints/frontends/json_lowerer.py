@@ -36,7 +36,8 @@ DEAD_RULE = "unproductive"  # a rule with no finite derivation: referencing it c
 _STRING_SIZE = ("minLength", "maxLength", "pattern", "format")
 _NUMBER_SIZE = ("multipleOf", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 _UNSUPPORTED = {"$dynamicRef", "$recursiveRef", "unevaluatedProperties", "unevaluatedItems"}
-_UNSUPPORTED_WHY: dict[str, str] = {}
+_UNSUPPORTED_WHY = {"unevaluatedItems": "enforced only where what is evaluated does not depend on a branch "
+                    "(prefixItems, items, additionalItems, contains, allOf, $ref), not next to anyOf, oneOf or if"}
 
 
 class Lowerer:

@@ -20,7 +20,7 @@ from .json_merge import TYPES, MergeError, canon, merge
 from .json_order import ANY_OF_POS, COND_POS, ONE_OF_POS, POS, shifted
 from .json_drafts import UNDECLARED, Draft, draft_of
 from .json_refs import Node, Refs
-from .json_unevaluated import EVERYTHING, closing_member, mark
+from .json_unevaluated import EVERYTHING, closing_items, closing_member, mark
 from .json_values import check_value
 
 ANNOTATIONS = {"title", "description", "default", "examples", "example", "$comment", "$schema", "$id",
@@ -73,6 +73,9 @@ class Normalizer:
                 if closer is None:  # what is evaluated depends on branches: markers they credit
                     out.update(mark(node, self.refs.resolve))
                 elif closer != EVERYTHING:  # one more member (json_unevaluated); else no effect
+                    members.append((closer, (k,)))
+            elif key == "unevaluatedItems" and (closer := closing_items(node, self.refs.resolve, self.draft.name)):
+                if closer != EVERYTHING:  # as unevaluatedProperties, where nothing branches
                     members.append((closer, (k,)))
             else:
                 self._put(out, node, key, value)

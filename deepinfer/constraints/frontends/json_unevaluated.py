@@ -108,3 +108,57 @@ def _walk(node: Node, resolve, names: dict, patterns: dict, seen: set, top: bool
         if got != "":
             return got
     return ""
+
+
+def closing_items(node: Node, resolve, draft_name: str) -> Node | str | None:
+    """`unevaluatedItems` as one more member, like closing_member: the items past every prefix
+    the closure evaluates (`prefixItems`, or draft 2019-09's array `items`) that no `contains`
+    of the closure matches must satisfy the keyword's schema. EVERYTHING when `items` (a
+    schema), `additionalItems` or a nested `unevaluatedItems` evaluates every item; None where
+    the closure branches, or a `contains` lives under another base (its refs would move)."""
+    found = {"prefix": 0, "contains": []}
+    got = _walk_items(node, resolve, found, set(), node.base, top=True)
+    if got is not None and got != "":
+        return got
+    if got is None:
+        return None
+    rest = node.schema["unevaluatedItems"]
+    if found["contains"]:
+        rest = {"anyOf": [rest, *found["contains"]]}
+    n = found["prefix"]
+    if draft_name == "2019-09":  # no prefixItems there: the array form of items
+        closer = {"items": [{}] * n, "additionalItems": rest} if n else {"items": rest}
+    else:
+        closer = {"prefixItems": [{}] * n, "items": rest} if n else {"items": rest}
+    return Node(closer, f"{node.ptr}/unevaluatedItems", node.base, node.ref_alone)
+
+
+def _walk_items(node: Node, resolve, found: dict, seen: set, base: str, top: bool = False) -> str | None:
+    s = node.schema
+    if not isinstance(s, dict):
+        return ""
+    key = (node.ptr, node.base)
+    if key in seen:
+        return ""
+    seen.add(key)
+    items = s.get("items")
+    if isinstance(items, (dict, bool)) or (isinstance(items, list) and "additionalItems" in s) \
+            or (not top and "unevaluatedItems" in s):
+        return EVERYTHING
+    if any(k in s for k in _BRANCHING):
+        return None
+    for tuple_form in (s.get("prefixItems"), items):
+        if isinstance(tuple_form, list):
+            found["prefix"] = max(found["prefix"], len(tuple_form))
+    if "contains" in s:
+        if node.base != base:
+            return None
+        found["contains"].append(s["contains"])
+    members = [node.child("allOf", i) for i in range(len(s["allOf"]))] if isinstance(s.get("allOf"), list) else []
+    if isinstance(s.get("$ref"), str):
+        members.append(resolve(s["$ref"], node.base))
+    for member in members:
+        got = _walk_items(member, resolve, found, seen, base)
+        if got != "":
+            return got
+    return ""
