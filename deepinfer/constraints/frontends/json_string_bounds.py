@@ -1,7 +1,7 @@
 """Length bounds (`minLength`/`maxLength`) on a string language from `pattern` or `format`.
 
 Owns the choice between json_length's per-part budgets on the expression (kept where they are
-exact and small: every MaskBench case that compiled before) and the product of the language's
+exact and small, and where the language's DFA is too big for a product) and the product of the language's
 DFA with a character counter (dfa_ops.length_dfa), exact where it fits and otherwise capped to
 a shorter maximum (sound, noted), so that a long `maxLength` never fails the compile on
 automaton size. Knows nothing about JSON text (the caller encodes the result).
