@@ -20,6 +20,8 @@ from typing import Any
 
 from deepinfer.constraints import ir
 from deepinfer.constraints.errors import ConstraintError
+
+from .json_dynamic_refs import static_refs
 from deepinfer.constraints.ir import alt
 
 from .json_lowerer import DEAD_RULE, Lowerer
@@ -81,16 +83,16 @@ def unsplit(grammar: ir.Grammar) -> ir.Grammar:
 def load_schema(schema) -> Any:
     """The schema document as JSON values (dict or bool), checked to be JSON (see `check_json`)."""
     if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
-        return check_json(pydantic_schema(schema))
+        return static_refs(check_json(pydantic_schema(schema)))
     if isinstance(schema, (str, bytes)):
         try:
-            return check_json(json.loads(schema))
+            return static_refs(check_json(json.loads(schema)))
         except json.JSONDecodeError as exc:
             raise ConstraintError(f"JSON Schema is not valid JSON: {exc}") from None
         except RecursionError:
             raise ConstraintError("JSON Schema nests too deeply to compile") from None
     if isinstance(schema, (dict, bool)):
-        return check_json(schema)
+        return static_refs(check_json(schema))
     raise ConstraintError(f"JSON Schema must be a dict, JSON text or Pydantic model class, "
                           f"not {type(schema).__name__}")
 
