@@ -13,7 +13,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from deepinfer.constraints import ir
+import numpy as np
+
+from deepinfer.constraints import dfa_ops, ir
 from deepinfer.constraints.ir import CharClass, Expr, alt, literal, optional, repeat, seq
 
 from .json_words import words
@@ -131,8 +133,11 @@ def integer_text(b: Bounds, multiple_of=None) -> Expr:
     k = next((k for k in range(1, 5) if 10**k % m == 0), None)
     sign_only = lo in (None, 0) and hi in (None, 0) and not (lo == 0 and hi == 0)
     if k is None or not sign_only:
-        raise RangeError(f"multipleOf {multiple_of} over an unbounded range is only exact "
-                         f"for divisors of 10000 with sign-only bounds")
+        exact = multiples_by_dfa(lo, hi, m)
+        if exact is not None:
+            return exact
+        raise RangeError(f"multipleOf {multiple_of} over this range needs too large an automaton "
+                         f"(over {MAX_MULTIPLE_DFA} states)")
     # n is divisible by m (m | 10^k) iff its last k digits are: short ones spelled out, then suffixes
     small = list(range(0, 10**k, m))
     long_ = seq(NONZERO, repeat(DIGIT), words(str(v).zfill(k) for v in small))
@@ -143,6 +148,36 @@ def integer_text(b: Bounds, multiple_of=None) -> Expr:
     if lo is None:
         parts.append(seq(literal("-"), positive))
     return alt(*parts)
+
+
+MAX_MULTIPLE_DFA = 20_000  # states of the product of a range's digits with a remainder counter
+
+
+def multiples_by_dfa(lo: int | None, hi: int | None, m: int) -> Expr | None:
+    """The canonical JSON text of the multiples of m in [lo, hi], exactly: the DFA of the range's
+    integers times a DFA of the remainder mod m of the digits read so far (divisibility of a
+    decimal numeral is regular); None when the product passes MAX_MULTIPLE_DFA states."""
+    if m > MAX_MULTIPLE_DFA:
+        return None
+    start, minus = m, m + 1  # states 0..m-1: remainder of the digits so far
+    table = np.full((m + 2, 256), -1, dtype=np.int32)
+    digits = np.arange(ord("0"), ord("9") + 1)
+    remainders = np.arange(m)
+    table[remainders[:, None], digits[None, :]] = (remainders[:, None] * 10 + np.arange(10)[None, :]) % m
+    table[start, digits] = table[minus, digits] = np.arange(10) % m
+    table[start, ord("-")] = minus
+    accepting = np.zeros(m + 2, dtype=bool)
+    accepting[0] = True
+    numerals = dfa_ops.Dfa(np.vstack([table[start:start + 1], table]).astype(np.int32),
+                           np.concatenate([[False], accepting]))
+    numerals.trans[numerals.trans >= 0] += 1  # the start copied to row 0, every state one down
+    try:
+        both = dfa_ops.intersect(dfa_ops.expr_dfa(int_range(lo, hi)), numerals, 4 * MAX_MULTIPLE_DFA)
+    except dfa_ops.DfaOpError:
+        return None
+    if both is not None and both.num_states > MAX_MULTIPLE_DFA:
+        return None
+    return dfa_ops.as_leaf(both)  # (a remainder automaton is dense: state elimination only blows up)
 
 
 def window_values(b: Bounds, step: int) -> list[int]:

@@ -16,7 +16,7 @@ from deepinfer.constraints.ir import CharClass, Expr, alt, literal, optional, re
 from .json_caps import CAP_NOTE, MATCHER_MAX_LENGTH
 from .json_formats import format_expr
 from .json_decimals import number_text
-from .json_numbers import (INT_TEXT, MAX_ENUMERATED, NUMBER_TEXT, Bounds, RangeError, int_range, integer_bounds,
+from .json_numbers import (MAX_ENUMERATED, NUMBER_TEXT, Bounds, RangeError, int_range, integer_bounds,
                            integer_text, multiples_window, window_values)
 from .json_string_bounds import bound_text_length
 from .json_pattern import PatternError, PatternSyntaxError, parse_pattern
@@ -228,9 +228,15 @@ def _fractional(lw: "Lowerer", numbers: Expr, ptr: str) -> Expr:
 
 
 def _integers_except(lw, bounds: Bounds, mult, excluded, ptr) -> Expr:
-    if mult is not None:
-        lw.unsupported(f"{ptr}/not", "not", "excluding values together with multipleOf")
-        return integer_text(bounds, mult)
+    if mult is not None:  # the multiples' automaton minus the excluded numerals
+        multiples = integer_text(bounds, mult)
+        texts = sorted({str(int(v)) for v in excluded if float(v).is_integer()})
+        try:
+            kept = dfa_ops.minus(dfa_ops.expr_dfa(multiples), dfa_ops.expr_dfa(alt(*(literal(t) for t in texts))))
+            return dfa_ops.as_leaf(kept)
+        except dfa_ops.DfaOpError as exc:
+            lw.unsupported(f"{ptr}/not", "not", f"excluding values together with multipleOf: {exc}")
+            return multiples
     lo, hi = integer_bounds(bounds)
     points = sorted({int(v) for v in excluded if float(v).is_integer()})
     parts, start = [], lo
