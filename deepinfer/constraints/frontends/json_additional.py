@@ -205,6 +205,15 @@ class _Additional:
             except PatternError as exc:
                 self.lw.unsupported(f"{self.ptr}/propertyNames", "propertyNames", str(exc))
                 return key_lang
+        from .json_scalars import names_language  # (json_scalars imports this module's helpers)
+
+        try:
+            names = names_language(self.lw, n, f"{self.ptr}/propertyNames")
+            if names is not None:  # any string keywords: the names both languages allow
+                return dfa_ops.to_ir(dfa_ops.intersect(dfa_ops.expr_dfa(key_lang), dfa_ops.expr_dfa(names)))
+        except dfa_ops.DfaOpError as exc:
+            self.lw.unsupported(f"{self.ptr}/propertyNames", "propertyNames", str(exc))
+            return key_lang
         self.lw.unsupported(f"{self.ptr}/propertyNames", "propertyNames",
                             f"propertyNames with {sorted(keys)} is not enforced here")
         return key_lang

@@ -21,7 +21,7 @@ from .json_numbers import (MAX_ENUMERATED, NUMBER_TEXT, Bounds, RangeError, int_
 from .json_string_bounds import bound_text_length
 from .json_pattern import PatternError, PatternSyntaxError, parse_pattern
 from .json_not_in import not_in
-from .json_order import NOT_PATTERN_AT
+from .json_order import META, NOT_PATTERN_AT
 from .json_words import minus_words, words
 from .json_refs import Node
 from .json_text import ANY_CHAR, COUNTED_CHAR, DIGIT, encode_expr, quoted
@@ -89,6 +89,43 @@ def lower_string(lw: "Lowerer", d: dict, node: Node) -> Expr:
             lw.note(f"{ptr or '/'}: minLength/maxLength with this pattern are enforced with per-part "
                     f"length budgets (sound; some long valid strings are excluded)")
     return quoted(encode_expr(language))
+
+
+NAME_KEYS = frozenset({"type", "pattern", "_patterns", "format", "_not_patterns", "minLength", "maxLength",
+                       "enum", "_not_enum"})
+
+
+def names_language(lw: "Lowerer", n: dict, ptr: str) -> Expr | None:
+    """The decoded names a normalized `propertyNames` schema allows (member names are strings:
+    its string keywords decide), or None when it holds other keywords (the caller refuses)."""
+    if "not" in n:  # `not` of a pattern or of values: the markers a negation would leave
+        neg = lw.normalize(n["not"])
+        neg_keys = {k for k in neg if k not in META} if isinstance(neg, dict) else {None}
+        n = {k: v for k, v in n.items() if k != "not"}
+        if neg_keys == {"pattern"}:
+            n["_not_patterns"] = list(n.get("_not_patterns", [])) + [neg["pattern"]]
+        elif neg_keys == {"enum"}:
+            n["_not_enum"] = list(n.get("_not_enum", [])) + list(neg["enum"])
+        else:
+            return None
+    keys = {k for k in n if k not in META}
+    if not keys <= NAME_KEYS:
+        return None
+    if "type" in n and "string" not in n["type"]:
+        return ir.NOTHING
+    language = _string_language(lw, n, ptr)
+    language = repeat(ANY_CHAR) if language is None else language
+    excluded = [v for v in n.get("_not_enum", []) if isinstance(v, str)]
+    if excluded:
+        language = _minus_words(lw, language, excluded, ptr)
+    lo, hi = int(n.get("minLength", 0)), n.get("maxLength")
+    if lo or hi is not None:
+        language, _ = bound_text_length(lw, language, lo, None if hi is None else int(hi), ptr)
+    if "enum" in n:
+        values = [v for v in n["enum"] if isinstance(v, str)]
+        language = dfa_ops.to_ir(dfa_ops.intersect(dfa_ops.expr_dfa(language),
+                                                   dfa_ops.expr_dfa(alt(*(literal(v) for v in values)))))
+    return language
 
 
 def _capped_by_matcher(lw: "Lowerer", d: dict, lo: int, hi: int | None) -> bool:
