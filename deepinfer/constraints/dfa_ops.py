@@ -47,12 +47,6 @@ def expr_dfa(expr: ir.Expr) -> Dfa | None:
         raise DfaOpError(str(exc)) from None
 
 
-def finish(table: np.ndarray, accepting: np.ndarray) -> Dfa | None:
-    """A [S, 256] table (start 0, -1 dead) trimmed, minimized and numbered canonically,
-    with its digest (None: the empty language)."""
-    return _finish(table, accepting)
-
-
 def as_leaf(dfa: Dfa | None) -> ir.Expr:
     """The DFA as an IR leaf (ir.ByteDfa; NOTHING for the empty language)."""
     if dfa is None:
@@ -64,7 +58,9 @@ def as_leaf(dfa: Dfa | None) -> ir.Expr:
     return ir.ByteDfa(trans, accepting, dfa.digest)
 
 
-def _finish(table: np.ndarray, accepting: np.ndarray) -> Dfa | None:
+def finish(table: np.ndarray, accepting: np.ndarray) -> Dfa | None:
+    """A [S, 256] table (start 0, -1 dead) trimmed, minimized and numbered canonically,
+    with its digest (None: the empty language)."""
     try:
         table, accepting = trim(table, accepting)
     except ConstraintError:
@@ -112,7 +108,7 @@ def _product(a: Dfa, b: Dfa, accept, limit: int = MAX_PRODUCT_STATES) -> Dfa | N
         frontier = np.array(new, dtype=np.int64)
     table = np.concatenate(rows).astype(np.int32, copy=False)
     xs, ys = np.divmod(np.array(order, dtype=np.int64), width)
-    return _finish(table, np.asarray(accept(acc_a[xs], acc_b[ys]), dtype=bool))
+    return finish(table, np.asarray(accept(acc_a[xs], acc_b[ys]), dtype=bool))
 
 
 def intersect(a: Dfa | None, b: Dfa | None, limit: int = MAX_PRODUCT_STATES) -> Dfa | None:
@@ -128,11 +124,11 @@ def complement(a: Dfa | None, universe: Dfa) -> Dfa | None:
     return _product(universe, a, lambda x, y: x & ~y)
 
 
-def minus(a: Dfa | None, b: Dfa | None) -> Dfa | None:
+def minus(a: Dfa | None, b: Dfa | None, limit: int = MAX_PRODUCT_STATES) -> Dfa | None:
     """L(a) minus L(b): one product, where intersect(a, complement(b, any_text())) takes two."""
     if a is None or b is None:
         return a
-    return _product(a, b, lambda x, y: x & ~y)
+    return _product(a, b, lambda x, y: x & ~y, limit)
 
 
 @functools.cache

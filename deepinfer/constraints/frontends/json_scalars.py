@@ -79,6 +79,13 @@ def lower_string(lw: "Lowerer", d: dict, node: Node) -> Expr:
                              repeat(ASCII_CHAR, max(lo - LONG_STRING, 1), hi - LONG_STRING)))
             return quoted(alt(*parts))
         return quoted(repeat(COUNTED_CHAR, lo, hi))
+    return quoted(encode_expr(_excluded_and_bounded(lw, language, excluded, lo, hi, ptr)))
+
+
+def _excluded_and_bounded(lw: "Lowerer", language: Expr | None, excluded: list, lo: int, hi: int | None,
+                          ptr: str) -> Expr:
+    """A decoded string language (None: any string) minus the excluded values, within lo..hi
+    characters (noted where the bound is not exact)."""
     if language is None:
         language = repeat(ANY_CHAR)
     if excluded:
@@ -88,7 +95,7 @@ def lower_string(lw: "Lowerer", d: dict, node: Node) -> Expr:
         if not exact:
             lw.note(f"{ptr or '/'}: minLength/maxLength with this pattern are enforced with per-part "
                     f"length budgets (sound; some long valid strings are excluded)")
-    return quoted(encode_expr(language))
+    return language
 
 
 NAME_KEYS = frozenset({"type", "pattern", "_patterns", "format", "_not_patterns", "minLength", "maxLength",
@@ -113,18 +120,14 @@ def names_language(lw: "Lowerer", n: dict, ptr: str) -> Expr | None:
         return None
     if "type" in n and "string" not in n["type"]:
         return ir.NOTHING
-    language = _string_language(lw, n, ptr)
-    language = repeat(ANY_CHAR) if language is None else language
+    hi = n.get("maxLength")
     excluded = [v for v in n.get("_not_enum", []) if isinstance(v, str)]
-    if excluded:
-        language = _minus_words(lw, language, excluded, ptr)
-    lo, hi = int(n.get("minLength", 0)), n.get("maxLength")
-    if lo or hi is not None:
-        language, _ = bound_text_length(lw, language, lo, None if hi is None else int(hi), ptr)
+    language = _excluded_and_bounded(lw, _string_language(lw, n, ptr), excluded, int(n.get("minLength", 0)),
+                                     None if hi is None else int(hi), ptr)
     if "enum" in n:
         values = [v for v in n["enum"] if isinstance(v, str)]
         language = dfa_ops.to_ir(dfa_ops.intersect(dfa_ops.expr_dfa(language),
-                                                   dfa_ops.expr_dfa(alt(*(literal(v) for v in values)))))
+                                                   dfa_ops.expr_dfa(words(values))))
     return language
 
 
@@ -179,10 +182,11 @@ def _minus_words(lw: "Lowerer", language: Expr, words: list[str], ptr: str) -> E
     """language minus a finite set of strings (exact when the language is 'any string')."""
     if language == repeat(ANY_CHAR):
         return not_in(words)
-    if isinstance(language, ir.ByteDfa):
-        excluded = dfa_ops.expr_dfa(alt(*(literal(w) for w in words)))
-        return dfa_ops.to_ir(dfa_ops.minus(dfa_ops.expr_dfa(language), excluded))
-    return minus_words(language, words)
+    try:
+        return minus_words(language, words)
+    except dfa_ops.DfaOpError as exc:  # a DFA leaf too big to take the words out of
+        lw.unsupported(f"{ptr}/not", "not", f"excluding values from this pattern or format: {exc}")
+        return language
 
 
 def lower_number(lw: "Lowerer", d: dict, node: Node, integer: bool) -> Expr:
@@ -265,12 +269,10 @@ def _fractional(lw: "Lowerer", numbers: Expr, ptr: str) -> Expr:
 
 
 def _integers_except(lw, bounds: Bounds, mult, excluded, ptr) -> Expr:
-    if mult is not None:  # the multiples' automaton minus the excluded numerals
+    if mult is not None:  # the multiples minus the excluded numerals
         multiples = integer_text(bounds, mult)
-        texts = sorted({str(int(v)) for v in excluded if float(v).is_integer()})
         try:
-            kept = dfa_ops.minus(dfa_ops.expr_dfa(multiples), dfa_ops.expr_dfa(alt(*(literal(t) for t in texts))))
-            return dfa_ops.as_leaf(kept)
+            return minus_words(multiples, sorted({str(int(v)) for v in excluded if float(v).is_integer()}))
         except dfa_ops.DfaOpError as exc:
             lw.unsupported(f"{ptr}/not", "not", f"excluding values together with multipleOf: {exc}")
             return multiples

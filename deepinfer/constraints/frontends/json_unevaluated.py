@@ -100,10 +100,7 @@ def _walk(node: Node, resolve, names: dict, patterns: dict, seen: set, top: bool
         names.setdefault(name)
     for pattern in s.get("patternProperties", {}) if isinstance(s.get("patternProperties"), dict) else ():
         patterns.setdefault(pattern)
-    members = [node.child("allOf", i) for i in range(len(s["allOf"]))] if isinstance(s.get("allOf"), list) else []
-    if isinstance(s.get("$ref"), str):
-        members.append(resolve(s["$ref"], node.base))
-    for member in members:
+    for member in _in_place(node, resolve):
         got = _walk(member, resolve, names, patterns, seen, branches=branches)
         if got != "":
             return got
@@ -154,11 +151,17 @@ def _walk_items(node: Node, resolve, found: dict, seen: set, base: str, top: boo
         if node.base != base:
             return None
         found["contains"].append(s["contains"])
-    members = [node.child("allOf", i) for i in range(len(s["allOf"]))] if isinstance(s.get("allOf"), list) else []
-    if isinstance(s.get("$ref"), str):
-        members.append(resolve(s["$ref"], node.base))
-    for member in members:
+    for member in _in_place(node, resolve):
         got = _walk_items(member, resolve, found, seen, base)
         if got != "":
             return got
     return ""
+
+
+def _in_place(node: Node, resolve) -> list[Node]:
+    """The members a schema object always applies in place: its `allOf` members and `$ref`."""
+    s = node.schema
+    members = [node.child("allOf", i) for i in range(len(s["allOf"]))] if isinstance(s.get("allOf"), list) else []
+    if isinstance(s.get("$ref"), str):
+        members.append(resolve(s["$ref"], node.base))
+    return members

@@ -5,23 +5,30 @@ Owns `words` (a finite set as a trie-shaped alternation) and `minus_words`
 first-character restriction over IR expressions (literals, classes, sequences,
 alternations, bounded repetition), used to take declared property names out of
 `patternProperties` and `propertyNames` languages and excluded values out of
-string languages. Knows only the IR.
+string languages (a DFA leaf's by dfa_ops). Knows only the IR and dfa_ops.
 """
 
 from __future__ import annotations
 
-from deepinfer.constraints import ir
+from deepinfer.constraints import dfa_ops, ir
 from deepinfer.constraints.ir import CharClass, Expr, alt, repeat, seq
 
 from .json_pattern import PatternError
 
 
 def minus_words(e: Expr, words) -> Expr:
-    """L(e) minus a finite set of strings, exactly (Brzozowski derivatives along a trie)."""
+    """L(e) minus a finite set of strings, exactly (Brzozowski derivatives along a trie; a DFA
+    leaf by a DFA product, which raises dfa_ops.DfaOpError past LEAF_PRODUCT states)."""
     words = [w for w in dict.fromkeys(words)]
     if not words:
         return e
+    if isinstance(e, ir.ByteDfa):
+        return dfa_ops.as_leaf(dfa_ops.minus(dfa_ops.expr_dfa(e), dfa_ops.expr_dfa(_trie_expr(_trie(words))),
+                                             LEAF_PRODUCT))
     return _minus(e, _trie(words))
+
+
+LEAF_PRODUCT = 24_000  # product states minus_words may build for a leaf (the leaf plus the words' trie)
 
 
 def words(items) -> Expr:
