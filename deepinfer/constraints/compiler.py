@@ -21,11 +21,10 @@ from typing import Any
 
 from . import ir
 from .automaton import TokenAutomaton
-from .dfa import Limits, determinize
+from .dfa import Limits, determinize_expr
 from .errors import ConstraintError
 from .gcpause import freeze_survivors, gc_paused
 from .frontends.regex import lower_regex
-from .nfa import build_nfa
 from .regular import RegularAutomaton
 from .vocab import Vocabulary
 
@@ -162,8 +161,7 @@ class GrammarCompiler:
 
     def build_dfa(self, grammar_or_expr):
         """A regular grammar (or one IR expression) -> minimized byte DFA."""
-        nfa = build_nfa(grammar_or_expr, self.limits.max_nfa_states)
-        return determinize(nfa, self.limits)
+        return determinize_expr(grammar_or_expr, self.limits)
 
 
 def _front_end(module: str, what: str):

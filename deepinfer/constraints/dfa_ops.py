@@ -20,9 +20,8 @@ import hashlib
 import numpy as np
 
 from . import ir
-from .dfa import Dfa, Limits, canonical_order, determinize, minimize, trim
+from .dfa import Dfa, Limits, canonical_order, determinize_expr, minimize, trim
 from .errors import ConstraintError
-from .nfa import build_nfa
 
 MAX_PRODUCT_STATES = 4_000
 MAX_EXPR_NODES = 20_000  # to_expr gives up past this many IR nodes (state elimination can blow up)
@@ -40,7 +39,7 @@ def expr_dfa(expr: ir.Expr) -> Dfa | None:
     if isinstance(expr, ir.ByteDfa):
         return Dfa(expr.trans, expr.accepting, expr.digest)
     try:
-        return determinize(build_nfa(expr, _LIMITS.max_nfa_states), _LIMITS)
+        return determinize_expr(expr, _LIMITS)
     except ConstraintError as exc:
         if "no string" in str(exc):
             return None

@@ -58,9 +58,12 @@ def _tables():
 
 
 def subset_table(nfa, classes: np.ndarray, max_states: int, budget_s: float):
-    lib = _library()
-    if lib is None:
+    """The subset construction of nfa (nfa.Nfa lists, or native_nfa.NfaTables), or None."""
+    if _library() is None:
         return None
+    if hasattr(nfa, "eps_start"):  # already CSR (native_nfa.NfaTables)
+        return _construct(nfa.states, nfa.eps_start, nfa.eps, nfa.edge_start, nfa.edge_lo, nfa.edge_hi,
+                          nfa.edge_to, nfa.start, nfa.accept, classes, max_states, budget_s)
     n = len(nfa.eps)
     eps_start = np.zeros(n + 1, np.int32)
     np.cumsum(list(map(len, nfa.eps)), out=eps_start[1:])
@@ -69,19 +72,28 @@ def subset_table(nfa, classes: np.ndarray, max_states: int, budget_s: float):
     np.cumsum(list(map(len, nfa.edges)), out=edge_start[1:])
     flat = np.fromiter(chain.from_iterable(chain.from_iterable(nfa.edges)), np.int32, 3 * int(edge_start[-1]))
     flat = flat.reshape(-1, 3)
-    class_lo = np.ascontiguousarray(classes.astype(np.int32)[flat[:, 0]])
-    class_hi = np.ascontiguousarray(classes.astype(np.int32)[flat[:, 1]])
-    edge_to = np.ascontiguousarray(flat[:, 2])
+    return _construct(n, eps_start, eps, edge_start, flat[:, 0], flat[:, 1], flat[:, 2], nfa.start, nfa.accept,
+                      classes, max_states, budget_s)
+
+
+def _construct(n, eps_start, eps, edge_start, edge_lo, edge_hi, edge_to, start, accept, classes, max_states,
+               budget_s):
+    lib = _library()
+    class_of = classes.astype(np.int32)
+    class_lo = np.ascontiguousarray(class_of[edge_lo])
+    class_hi = np.ascontiguousarray(class_of[edge_hi])
+    edge_to = np.ascontiguousarray(edge_to, dtype=np.int32)
     num_classes = int(classes[-1]) + 1
     table_p, acc_p = ctypes.c_void_p(), ctypes.c_void_p()
     count = lib.subset_construct(n, *(a.ctypes.data for a in (eps_start, eps, edge_start, class_lo, class_hi,
                                                               edge_to)),
-                                 nfa.start, nfa.accept, num_classes, max_states, budget_s,
+                                 start, accept, num_classes, max_states, budget_s,
                                  ctypes.byref(table_p), ctypes.byref(acc_p))
     if count == -1:
         raise ConstraintError(f"constraint too large: its automaton exceeds {max_states} DFA states")
     if count == -2:
-        raise ConstraintError(f"constraint too complex: determinization exceeded its time budget ({budget_s:.3g} s were left)")
+        raise ConstraintError("constraint too complex: determinization exceeded its time budget "
+                              f"({budget_s:.3g} s were left)")
     if count < 0:
         raise MemoryError("subset construction: out of memory")
     try:

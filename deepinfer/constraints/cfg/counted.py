@@ -21,9 +21,8 @@ import threading
 import numpy as np
 
 from .. import ir
-from ..dfa import Limits, determinize
+from ..dfa import Limits, determinize_expr
 from ..errors import ConstraintError
-from ..nfa import build_nfa
 
 MAX_COUNT = 1 << 16  # counts laid out at most (the DFA-state limit applies too)
 MAX_ITEMS = 256   # item DFAs kept (a schema's strings share a few character expressions)
@@ -119,7 +118,7 @@ def _item_dfa(item, limits: Limits):
             return _items[key]
     got = None
     try:
-        dfa = determinize(build_nfa(item, limits.max_nfa_states), limits)
+        dfa = determinize_expr(item, limits)
     except ConstraintError:
         dfa = None
     if dfa is not None:

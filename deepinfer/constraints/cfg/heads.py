@@ -28,9 +28,8 @@ import numpy as np
 
 from .. import ir
 from ..ir_facts import FactsCache
-from ..dfa import Limits, determinize
+from ..dfa import Limits, determinize_expr
 from ..errors import ConstraintError
-from ..nfa import build_nfa
 from .literal_runs import MIN_LITERAL
 
 MAX_HEAD_NFA = 400          # heads are whitespace and punctuation; bigger ones are not shared
@@ -135,8 +134,7 @@ def _build(expr) -> Head | None:
     if direct is not None:
         return direct
     try:
-        nfa = build_nfa(expr, max_states=MAX_HEAD_NFA)
-        dfa = determinize(nfa, Limits(max_nfa_states=MAX_HEAD_NFA, max_dfa_states=MAX_HEAD_NFA))
+        dfa = determinize_expr(expr, Limits(max_nfa_states=MAX_HEAD_NFA, max_dfa_states=MAX_HEAD_NFA))
     except ConstraintError:
         return None
     trans = np.ascontiguousarray(dfa.trans, dtype=np.int32)

@@ -26,10 +26,10 @@ import threading
 import numpy as np
 
 from .. import ir
-from ..dfa import Limits, determinize, literal_set_dfa
+from ..dfa import Limits, determinize, determinize_expr, literal_set_dfa
 from ..errors import ConstraintError
 from ..gcpause import gc_paused
-from ..nfa import Nfa, build_nfa
+from ..nfa import Nfa
 from .parts import composed_dfa
 
 EAGER_NFA_STATES = 4000  # bigger NFAs are determinized at compile time (limits fail the compile)
@@ -73,12 +73,12 @@ class Lexeme:
                     trans, accepting, digest = dfa.trans, dfa.accepting, dfa.digest
                 else:
                     with gc_paused():  # runs inside a mask or advance step: no full GC pass there
-                        nfa = self._nfa
-                        if nfa is None:
+                        if self._nfa is not None:
+                            dfa = determinize(self._nfa, self._limits)
+                        else:
                             rules = dict(self._rules or {})
                             rules["__lexeme__"] = self.expr
-                            nfa = build_nfa(ir.Grammar(rules, "__lexeme__"), self._limits.max_nfa_states)
-                        dfa = determinize(nfa, self._limits)
+                            dfa = determinize_expr(ir.Grammar(rules, "__lexeme__"), self._limits)
                     trans, accepting, digest = dfa.trans, dfa.accepting, dfa.digest
             except ConstraintError as exc:  # too large after all: match nothing (sound)
                 self.error = str(exc)

@@ -30,12 +30,11 @@ import threading
 import numpy as np
 
 from .. import ir
-from ..dfa import Limits, determinize
+from ..dfa import Limits, determinize_expr
 from ..errors import ConstraintError
 from ..gcpause import gc_paused
 from ..ir_ranges import SURROGATES
 from ..ir_facts import FactsCache
-from ..nfa import build_nfa
 from ..json_strings import ANY_CHAR, encode_codepoints, encode_expr
 from ..not_in import words_of
 from .heads import plain
@@ -167,7 +166,7 @@ _CHAR_FIRST: list = []
 def _char_first_bytes() -> np.ndarray:
     """bool [256]: the bytes a spelling of some character starts with."""
     if not _CHAR_FIRST:
-        dfa = determinize(build_nfa(encode_expr(ANY_CHAR)), Limits())
+        dfa = determinize_expr(encode_expr(ANY_CHAR), Limits())
         _CHAR_FIRST.append(dfa.trans[0] >= 0)
     return _CHAR_FIRST[0]
 
@@ -179,8 +178,7 @@ def _tail_dfa(tail: ir.Expr, limits: Limits):
             return _TAILS[key]
     try:
         with gc_paused():
-            dfa = determinize(build_nfa(ir.seq(encode_expr(ir.repeat(ANY_CHAR)), tail),
-                                        limits.max_nfa_states), limits)
+            dfa = determinize_expr(ir.seq(encode_expr(ir.repeat(ANY_CHAR)), tail), limits)
         got = (np.ascontiguousarray(dfa.trans, dtype=np.int32), dfa.accepting)
     except ConstraintError:
         got = None

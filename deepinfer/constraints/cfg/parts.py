@@ -28,11 +28,10 @@ from collections import OrderedDict
 import numpy as np
 
 from .. import ir
-from ..dfa import Limits, determinize
+from ..dfa import Limits, determinize_expr
 from ..errors import ConstraintError
 from ..gcpause import gc_paused
 from ..ir_facts import FactsCache
-from ..nfa import build_nfa
 from .heads import MAX_HEAD_NFA, plain, shared_head
 from .counted import counted_dfa
 from .not_in_dfa import not_in_rest_dfa
@@ -145,7 +144,7 @@ def _rest_dfa(rest, limits: Limits):
     if got is None:
         try:
             with gc_paused():
-                dfa = determinize(build_nfa(rest, limits.max_nfa_states), limits)
+                dfa = determinize_expr(rest, limits)
             got = (np.ascontiguousarray(dfa.trans, dtype=np.int32), dfa.accepting)
         except ConstraintError as exc:
             # Too large or too slow: the whole lexeme reads its head, then this rest, so its own

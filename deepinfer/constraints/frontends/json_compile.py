@@ -139,8 +139,7 @@ def _located(compiler, sources, exc: ConstraintError) -> ConstraintError:
     """The back end's size error, naming the first scalar sub-schema that is too large on its
     own (its pointer and size-prone keywords), when one is; else `exc` as it is. Only on the
     failure path: each candidate's DFA is built again, within LOCATE_BUDGET_S of CPU."""
-    from deepinfer.constraints.dfa import Limits, determinize
-    from deepinfer.constraints.nfa import build_nfa
+    from deepinfer.constraints.dfa import Limits, determinize_expr
 
     deadline = budget_clock() + LOCATE_BUDGET_S
     for ptr, keywords, expr in sources:
@@ -149,7 +148,7 @@ def _located(compiler, sources, exc: ConstraintError) -> ConstraintError:
             break
         limits = Limits(compiler.limits.max_nfa_states, compiler.limits.max_dfa_states, left)
         try:
-            determinize(build_nfa(expr, limits.max_nfa_states), limits)
+            determinize_expr(expr, limits)
         except ConstraintError as inner:
             if _too_big(inner):
                 where = f"{ptr.rstrip('/')}/{keywords.strip('`')}" if "," not in keywords else ptr
