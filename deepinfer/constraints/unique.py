@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 from typing import Any, Hashable
 
 import numpy as np
@@ -261,13 +262,23 @@ class UniqueItemsAutomaton(TrackedAutomaton):
         if not stack or stack[-1][0] != "a" or not stack[-1][2] or stack[-1][4] is None:
             return
         kind, ctx, unique, seen, cur, written = stack[-1]
-        try:
-            key = canonical(json.loads(cur))
-        except ValueError:
+        key = _item_key(cur)
+        if key is None:
             return  # not JSON the scanner understands: the inner automaton decides
         if key in seen:
             raise _Reject()
         stack[-1] = (kind, ctx, unique, seen | {key}, None, written | {squeeze(cur)})
+
+
+@lru_cache(maxsize=1 << 16)
+def _item_key(text: bytes) -> str | None:
+    """canonical() of an item's JSON text, None if it does not parse. Cached: a mask step
+    scans every token that could complete an item (~100), and the same completions come
+    back at the next item of the array."""
+    try:
+        return canonical(json.loads(text))
+    except ValueError:
+        return None
 
 
 _FROM_VALUE: dict = {}
