@@ -74,7 +74,8 @@ def _library():
 
 def nfa_tables(grammar_or_expr, max_states: int = 200_000) -> NfaTables | None:
     """The NFA of a non-recursive grammar (rules inlined) or of one expression, or None
-    when the kernel cannot be built here."""
+    when the kernel cannot be built here (or the expression nests deeper than Python's
+    recursion limit allows the writer: nfa.build_nfa then builds it as before)."""
     lib = _library()
     if lib is None:
         return None
@@ -82,7 +83,10 @@ def nfa_tables(grammar_or_expr, max_states: int = 200_000) -> NfaTables | None:
         rules, expr = grammar_or_expr.rules, ir.RuleRef(grammar_or_expr.start)
     else:
         rules, expr = {}, grammar_or_expr
-    words = np.frombuffer(_Writer(rules).program(expr), dtype=np.int32)
+    try:
+        words = np.frombuffer(_Writer(rules).program(expr), dtype=np.int32)
+    except RecursionError:  # ~3 frames per IR level here, 1 in nfa.py: let it build the deep ones
+        return None
     out = (ctypes.c_void_p * 6)()
     ends = np.zeros(2, np.int32)
     count = lib.nfa_build(words.ctypes.data, len(words), max_states, out, ends.ctypes.data)

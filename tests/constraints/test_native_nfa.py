@@ -100,3 +100,14 @@ def test_kept_programs_stay_bounded(monkeypatch):
         native_nfa.nfa_tables(parse_regex(f"[a-z]{{{n}}}(x|y{{2,{n + 2}}})"))
         assert native_nfa._kept_words[0] <= 4_000
     _same(parse_regex("[a-z]{39}(x|y{2,41})"))  # a copy kept before the emptying builds the same
+
+
+def test_deep_nesting_falls_back_to_the_python_builder():
+    import sys
+
+    expr = ir.Literal("x")
+    for k in range(sys.getrecursionlimit() // 2):
+        expr = ir.Seq((ir.Literal("a"), expr)) if k % 2 else ir.Alt((expr, ir.Literal("b")))
+    assert native_nfa.nfa_tables(expr) is None
+    deep = dfa.determinize_expr(expr, dfa.Limits())  # built by nfa.py, as before
+    assert deep.num_states > 1
