@@ -89,6 +89,10 @@ class UniqueItemsAutomaton(TrackedAutomaton):
         }
         self._opens_ids = np.flatnonzero(two_ends & np.array([t is not None and b"[" in t for t in tokens],
                                                              dtype=bool))
+        # opening tokens that start an array (after whitespace) and open nothing else: outside every
+        # unique array, one can be refused only if that new array is unique (_opens_unique)
+        self._simple_open = np.zeros(len(tokens), dtype=bool)
+        self._simple_open[self._opens_ids] = [_opens_one_array(tokens[i]) for i in self._opens_ids.tolist()]
         starts_literal = np.array([t is not None and t.lstrip(b" \t\n\r")[:1] in (b"t", b"f", b"n")
                                    for t in tokens], dtype=bool)
         self._has["from_value"] = _completes_from_value(self.vocab) | self._has["bracket"] | starts_literal
@@ -107,6 +111,8 @@ class UniqueItemsAutomaton(TrackedAutomaton):
             suspects = np.flatnonzero(bits & self._has[self._candidates(tracker)])
         else:  # a few tokens: test their bits, not the whole row (this runs at every other step)
             suspects = self._allowed_among(row, self._opens_ids)
+            if suspects.size and not self._opens_unique(tracker):
+                suspects = suspects[~self._simple_open[suspects]]
         self._clear_refused(tracker, row, suspects)
         self._clear_forced(state, row)
 
@@ -138,6 +144,15 @@ class UniqueItemsAutomaton(TrackedAutomaton):
         refused = [tok for tok in allowed.tolist() if self.next_state(state, tok) is None]
         if refused:
             self._clear_ids(row, refused)
+
+    def _opens_unique(self, tracker) -> bool:
+        """Whether an array a token opens here, at a value position, must have distinct items.
+        Why it is enough outside unique arrays: a token that opens one array and no other
+        container (`_opens_one_array`) changes no tracked frame unless that array is unique
+        (items, literals, closings and `_done` only touch unique arrays), and in any other mode
+        its `[` is string text or no value start. Saves scanning ~100 tokens (~15 us each) at
+        every value position of a schema with uniqueItems anywhere."""
+        return tracker[1] == V and bool(self.policy.unique(self._child(tracker[0])))
 
     def _candidates(self, tracker) -> str:
         """Which tokens can complete a duplicate item from here (a cheap superset)."""
@@ -321,6 +336,12 @@ def _value_ends(data: bytes) -> bool:
         else:
             scalar, started = True, True
     return False
+
+
+def _opens_one_array(data: bytes) -> bool:
+    """Whitespace, then `[`, then no other `[` or `{` (see _opens_unique)."""
+    rest = data.lstrip(b" \t\n\r")
+    return rest[:1] == b"[" and b"[" not in rest[1:] and b"{" not in rest
 
 
 def _append(stack: list, c: int | bytes) -> None:

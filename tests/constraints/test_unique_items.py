@@ -79,3 +79,53 @@ def test_without_matcher_lowering_still_fails_closed():
 
     with pytest.raises(ConstraintError, match="/uniqueItems"):
         lower_json_schema({"type": "array", "items": {"type": "string"}, "uniqueItems": True})
+
+
+# arrays that must be distinct next to ones that need not be, at every nesting: the masks of
+# the value positions are the same with the opening-token shortcut (unique._opens_unique) and
+# without it (every opening token scanned), and every opening token's verdict is next_state's
+NESTED = {"type": "object", "properties": {
+    "plain": {"type": "array", "items": {"type": "integer"}},
+    "distinct": {"type": "array", "items": {"type": "integer"}, "uniqueItems": True},
+    "rows": {"type": "array", "items": {"type": "array", "items": {"type": "integer"}, "uniqueItems": True}},
+    "words": {"type": "array", "items": {"type": ["string", "boolean"]}}}}
+
+
+@pytest.mark.parametrize("value", [
+    {"plain": [1, 1], "distinct": [1, 2], "rows": [[1, 2], [1, 2]], "words": ["a", "a", True, True]},
+    {"plain": [], "rows": [[3], [4, 5]], "words": []},
+])
+def test_opening_shortcut_keeps_masks(deepseek_compiler, deepseek_vocab, value, monkeypatch):
+    automaton = deepseek_compiler.compile_json_schema(NESTED).automaton
+    assert isinstance(automaton, UniqueItemsAutomaton)
+    vocab = deepseek_vocab
+    opens = automaton._opens_ids
+    text = json.dumps(value).encode()
+    state, checked = automaton.initial_state(), 0
+    for k in range(len(text) + 1):
+        if automaton._opens_unique(state[1]) is False and k < len(text):
+            fast = np.zeros(vocab.words, dtype=np.int32)
+            automaton.fill_mask(state, fast)
+            with monkeypatch.context() as patched:
+                patched.setattr(UniqueItemsAutomaton, "_opens_unique", lambda self, tracker: True)
+                slow = np.zeros(vocab.words, dtype=np.int32)
+                automaton.fill_mask(state, slow)
+            assert np.array_equal(fast, slow), text[:k]
+            allowed = _tokens_allowed(fast, vocab.size)
+            for t in opens.tolist():
+                assert allowed[t] == (automaton.next_state(state, t) is not None), (text[:k], vocab.token_bytes[t])
+            checked += 1
+        if k < len(text):
+            state = automaton.advance_bytes(state, text[k:k + 1])
+            assert state is not None, text[:k + 1]
+    assert checked > 10
+
+
+@pytest.mark.parametrize("data, simple", [
+    (b" [1,1]", True), (b"[1,1", True), (b'["a","a"],', True), (b"\n  [true,true", True),
+    (b"[[1,1", False), (b"[1,[1", False), (b'[{"a":1},', False), (b"1,[1,1", False), (b"", False),
+])
+def test_which_opening_tokens_take_the_shortcut(data, simple):
+    from deepinfer.constraints.unique import _opens_one_array
+
+    assert _opens_one_array(data) is simple
