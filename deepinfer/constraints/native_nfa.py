@@ -24,7 +24,7 @@ import numpy as np
 
 from . import ir
 from .errors import ConstraintError
-from .nfa import Nfa, utf8_sequences
+from .nfa import Nfa, dfa_runs, utf8_sequences
 
 _P = ctypes.c_void_p
 _SIGNATURES = {
@@ -172,19 +172,11 @@ def _words(values) -> bytes:
 
 
 def _dfa_words(dfa: ir.ByteDfa) -> bytes:
-    """A leaf's states, its rows as runs of equal targets (as nfa.byte_dfa makes its edges),
-    its accepting states."""
-    trans = np.asarray(dfa.trans, dtype=np.int32)
-    change = np.ones(trans.shape, dtype=bool)
-    change[:, 1:] = trans[:, 1:] != trans[:, :-1]
-    rows, starts = np.nonzero(change)
-    ends = np.append(starts[1:], 256)
-    ends[np.append(rows[1:] != rows[:-1], True)] = 256
-    targets = trans[rows, starts]
-    live = targets >= 0
-    runs = np.stack([rows[live], starts[live], ends[live] - 1, targets[live]], axis=1).astype(np.int32)
+    """A leaf's states, its rows as runs of equal targets (nfa.dfa_runs, as nfa.byte_dfa makes
+    its edges), its accepting states."""
+    runs = dfa_runs(dfa.trans).astype(np.int32)
     accepting = np.flatnonzero(np.asarray(dfa.accepting)).astype(np.int32)
-    return b"".join([_words([_DFA, trans.shape[0], len(runs)]), runs.tobytes(),
+    return b"".join([_words([_DFA, dfa.num_states, len(runs)]), runs.tobytes(),
                      _words([len(accepting)]), accepting.tobytes()])
 
 

@@ -127,17 +127,8 @@ class _Builder:
         for _ in range(dfa.num_states):
             nfa.new_state()
         exit_ = nfa.new_state()
-        trans = np.asarray(dfa.trans)
-        # a run starts where the target changes: [S, 256] -> (state, first byte) pairs
-        change = np.ones(trans.shape, dtype=bool)
-        change[:, 1:] = trans[:, 1:] != trans[:, :-1]
-        rows, starts = np.nonzero(change)
-        ends = np.append(starts[1:], 256)
-        ends[np.append(rows[1:] != rows[:-1], True)] = 256
-        for q, lo, hi in zip(rows.tolist(), starts.tolist(), ends.tolist()):
-            target = int(trans[q, lo])
-            if target >= 0:
-                nfa.edges[base + q].append((lo, hi - 1, base + target))
+        for q, lo, hi, target in dfa_runs(dfa.trans).tolist():
+            nfa.edges[base + q].append((lo, hi, base + target))
         for q in np.flatnonzero(np.asarray(dfa.accepting)).tolist():
             nfa.eps[base + q].append(exit_)
         return base, exit_
@@ -189,6 +180,21 @@ class _Builder:
             cur = b
         nfa.eps[cur].append(exit_)
         return entry, exit_
+
+
+def dfa_runs(trans) -> np.ndarray:
+    """int64 [R, 4] (state, first byte, last byte, target): a DFA table's live moves as runs of
+    equal targets, row by row, bytes ascending (how a ByteDfa leaf's states become NFA edges)."""
+    trans = np.asarray(trans)
+    # a run starts where the target changes: [S, 256] -> (state, first byte) pairs
+    change = np.ones(trans.shape, dtype=bool)
+    change[:, 1:] = trans[:, 1:] != trans[:, :-1]
+    rows, starts = np.nonzero(change)
+    ends = np.append(starts[1:], 256)
+    ends[np.append(rows[1:] != rows[:-1], True)] = 256
+    targets = trans[rows, starts]
+    live = targets >= 0
+    return np.stack([rows[live], starts[live], ends[live] - 1, targets[live]], axis=1).astype(np.int64)
 
 
 def build_nfa(grammar_or_expr, max_states: int = 200_000) -> Nfa:

@@ -15,22 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-typedef struct {
-    int32_t *data;
-    int64_t len, cap;
-} vec;
-
-static int push(vec *v, int32_t x) {
-    if (v->len == v->cap) {
-        int64_t cap = v->cap ? 2 * v->cap : 64;
-        int32_t *data = realloc(v->data, (size_t)cap * sizeof(int32_t));
-        if (!data) return -1;
-        v->data = data;
-        v->cap = cap;
-    }
-    v->data[v->len++] = x;
-    return 0;
-}
+#include "int_vec.h"
 
 static double cpu_seconds(void) {
     struct timespec t;

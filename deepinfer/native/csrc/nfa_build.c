@@ -19,22 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
-    int32_t *data;
-    int64_t len, cap;
-} vec;
-
-static int push(vec *v, int32_t x) {
-    if (v->len == v->cap) {
-        int64_t cap = v->cap ? 2 * v->cap : 256;
-        int32_t *data = realloc(v->data, (size_t)cap * sizeof(int32_t));
-        if (!data) return -1;
-        v->data = data;
-        v->cap = cap;
-    }
-    v->data[v->len++] = x;
-    return 0;
-}
+#include "int_vec.h"
 
 typedef struct {
     const int32_t *prog;
