@@ -29,6 +29,10 @@ from .regular import RegularAutomaton
 from .vocab import Vocabulary
 
 
+WARM_AFTER_S = 0.010  # compiles at least this long are followed by a bounded warm-up (_warm)
+WARM_SHARE = 1.0      # ... of up to this share of their compile time
+
+
 @dataclass
 class CompiledConstraint:
     """A constraint compiled against one Vocabulary; shared by many Matchers."""
@@ -77,10 +81,14 @@ class GrammarCompiler:
     """Compiles constraints for one vocabulary (one per model); thread safe."""
 
     def __init__(self, vocab: Vocabulary, *, limits: Limits | None = None,
-                 cache_size: int = 256) -> None:
+                 cache_size: int = 256, warm_share: float = WARM_SHARE,
+                 warm_after_s: float = WARM_AFTER_S) -> None:
+        """warm_share, warm_after_s: a compile that took over `warm_after_s` seconds then
+        spends up to `warm_share` times as long on `precompute_masks` (0 turns it off)."""
         self.vocab = vocab
         self.limits = limits or Limits()
         self.cache_size = cache_size
+        self.warm_share, self.warm_after_s = warm_share, warm_after_s
         self._cache: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
 
@@ -92,13 +100,25 @@ class GrammarCompiler:
                 self._cache.move_to_end(key)
                 return hit
         with gc_paused():
+            started = time.perf_counter()
             compiled = build()
+            self._warm(compiled, time.perf_counter() - started)
         freeze_survivors()  # the compiled automaton is long-lived: out of full GC passes
         with self._lock:
             self._cache[key] = compiled
             while len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
         return compiled
+
+    def _warm(self, compiled: CompiledConstraint, spent_s: float) -> None:
+        """Precompute what token steps would build on first use, for big grammars only.
+
+        Why: in a grammar that took over WARM_AFTER_S to compile, the lexemes a token step
+        builds on first use (0.3-3 ms each) made most of the slowest steps on MaskBench;
+        spending as long again at compile time takes them out of the steps. A small
+        grammar's compile is kept short: its first mask is what an interactive user waits on."""
+        if self.warm_share > 0 and spent_s >= self.warm_after_s:
+            compiled.precompute_masks(budget_s=spent_s * self.warm_share)
 
     # ----------------------------------------------------------- front doors
     def compile_regex(self, pattern: str) -> CompiledConstraint:

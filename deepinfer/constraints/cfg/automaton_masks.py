@@ -12,6 +12,7 @@ how bytes are stepped; never loops over the vocabulary.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -19,6 +20,7 @@ import numpy as np
 from ..masks import or_ids
 from ..vocab import Vocabulary
 from .earley import Chart
+from .heads import install_composed
 from .literal_runs import literal_scope
 from .scan import MAX_ENTRIES, ROOT, ScanCache
 from .state_masks import recall, remember, state_key, state_masks
@@ -55,13 +57,50 @@ class CfgMasks:
         if key is not None:
             remember(remembered, key, row)
 
+    def _scan_context(self) -> tuple:
+        """(the vocabulary's scan cache, follow-set id per lexeme): one snapshot per mask."""
+        scans = scan_cache(self.vocab)
+        ctx = self._follow_ids
+        if ctx[0] is not scans:
+            ctx = self._follow_ids = (scans, [scans.follow_id(f) for f in self.follow_bytes])
+        return ctx
+
+    def precompute_masks(self, budget_s: float = 0.05) -> int:
+        """Build ahead of use, lexeme by lexeme until `budget_s` is spent, what a lexeme's
+        first thread needs in a mask: its head entries, its DFA and the run of its start
+        over the whole vocabulary. Returns how many lexemes are ready.
+
+        Why: a lexeme is otherwise built inside the first token step that starts it (0.3-3 ms
+        each, several at once where an object's optional properties all start), which made
+        most of the slowest token steps on MaskBench. What a mask still computes on first
+        use: Earley steps and runs from inside lexemes (they depend on the text read)."""
+        deadline = time.perf_counter() + budget_s
+        ctx = self._scan_context()
+        ready = 0
+        for lex, start in enumerate(self._starts):
+            if time.perf_counter() > deadline:
+                break
+            self._warm_lexeme(ctx, lex, start if start is not None else self._prepare(lex))
+            ready += 1
+        return ready
+
+    def _warm_lexeme(self, ctx, lex: int, start: int) -> None:
+        lexeme, head = self.lexemes[lex], self._heads[lex]
+        if head and "trans" not in lexeme.__dict__:
+            install_composed(lexeme, head[1], head[0])
+        lexeme.build()  # no-op once built
+        scans, follow_ids = ctx
+        q = start
+        if q < 0:  # the head or literal run first, as _explore does (results cached in scans)
+            q = self._before_dfa(scans, lex, q, ROOT, [], [], {})
+            if q is None:
+                return
+        scans.run(lexeme.digest, lexeme.trans, lexeme.accepting, q, ROOT, follow_ids[lex])
+
     def _compute_mask(self, state: CfgState, row: np.ndarray) -> None:
         rows: list[np.ndarray] = []
         ids: list[np.ndarray] = []
-        scans = scan_cache(self.vocab)
-        ctx = self._follow_ids  # (cache, follow-set id per lexeme): one snapshot per mask
-        if ctx[0] is not scans:
-            ctx = self._follow_ids = (scans, [scans.follow_id(f) for f in self.follow_bytes])
+        ctx = self._scan_context()
         self._explore(ctx, state.chart, state.threads, ROOT, rows, ids)
         if rows:
             np.copyto(row, rows[0])
