@@ -131,6 +131,26 @@ def test_composed_digests_name_exactly_what_was_composed():
     assert parts.composed_dfa(other_rest, Limits())[2] not in digests
 
 
+def test_keys_composed_with_one_rest_share_its_runs_and_only_those():
+    """rest_run_key: a state inside the rest names the rest's language (the same for every key
+    composed with it, so runs are shared); head states and other rests do not."""
+    ws = ir.Repeat(ir.CharClass(((32, 32),)), 0, 3)
+    rest = (ws, ir.Repeat(ir.CharClass(((97, 122),)), 1, 40), ir.Literal("!"))
+    built = [parts.composed_dfa(ir.Seq((ir.Literal(key),) + rest), Limits()) for key in ['"a":', '"bc":']]
+    (trans_a, acc_a, digest_a, start_a), (trans_b, acc_b, digest_b, start_b) = built
+    assert start_a == start_b  # the rest is laid out first: its states are 0 .. start - 1
+    for q in range(start_a):
+        key = parts.rest_run_key(digest_a, q)
+        assert key == parts.rest_run_key(digest_b, q) and key[0] == "rest"
+        assert (trans_a[q] == trans_b[q]).all() and acc_a[q] == acc_b[q]  # the same rows indeed
+    for q in range(start_a, len(trans_a)):  # the heads differ: keyed by their own digest
+        assert parts.rest_run_key(digest_a, q) is None
+    other = parts.composed_dfa(ir.Seq((ir.Literal('"a":'), ws, ir.Repeat(ir.CharClass(((97, 122),)), 1, 41),
+                                       ir.Literal("!"))), Limits())
+    assert parts.rest_run_key(other[2], 0) != parts.rest_run_key(digest_a, 0)
+    assert parts.rest_run_key("a1b2", 0) is None  # a determinized lexeme's digest
+
+
 def test_a_rest_over_the_limits_fails_the_lexeme_at_once():
     # `"k":` then a rest whose DFA needs more states than allowed: the whole lexeme would meet
     # the same limit in its own subset construction (after as long again), so composing fails

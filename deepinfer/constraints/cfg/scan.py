@@ -35,6 +35,7 @@ from .few_walks import FEW_TOKENS, walk_scope
 from . import native_keys
 from .native_runs import native_parts
 from .native_walks import TokenTrie
+from .parts import rest_run_key
 from .ref_runs import reference_pairs, reference_part, reference_state
 from .scan_tables import (SIG_LEVELS, ascii_signatures, compact_rows, small_sub_dfa_key,  # noqa: F401
                           sub_dfa_digest)
@@ -158,11 +159,13 @@ class ScanCache:
         """What a run from `state` of the DFA named `digest` depends on: its reachable
         sub-DFA, renumbered, when that is small (the same language in another lexeme,
         such as `":` ws after every property name, or the "any other key" state of every
-        key trie, then shares its runs), else (digest, state)."""
+        key trie, then shares its runs), or the rest's name and state when the state lies in
+        the shared rest of a composed lexeme (parts.rest_run_key), else (digest, state)."""
         key = (digest, state)
         got = self.run_keys.get(key)
         if got is None:
-            got = self.run_keys[key] = self._small_key(trans, accepting, state) or key
+            got = self.run_keys[key] = (self._small_key(trans, accepting, state)
+                                        or rest_run_key(digest, state) or key)
         return got
 
     def run(self, digest: str, trans: np.ndarray, accepting: np.ndarray, state: int,
