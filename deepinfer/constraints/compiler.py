@@ -31,6 +31,7 @@ from .vocab import Vocabulary
 
 WARM_AFTER_S = 0.010  # compiles at least this long are followed by a bounded warm-up (_warm)
 WARM_SHARE = 1.0      # ... of up to this share of their compile time
+WARM_MAX_S = 2.0      # ... and never longer than this (a schema's whole budget is often ~30 s)
 
 
 @dataclass
@@ -118,7 +119,7 @@ class GrammarCompiler:
         spending as long again at compile time takes them out of the steps. A small
         grammar's compile is kept short: its first mask is what an interactive user waits on."""
         if self.warm_share > 0 and spent_s >= self.warm_after_s:
-            compiled.precompute_masks(budget_s=spent_s * self.warm_share)
+            compiled.precompute_masks(budget_s=min(spent_s * self.warm_share, WARM_MAX_S))
 
     # ----------------------------------------------------------- front doors
     def compile_regex(self, pattern: str) -> CompiledConstraint:
