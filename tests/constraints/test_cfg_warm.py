@@ -91,3 +91,23 @@ def test_compiler_warms_compiles_slower_than_its_threshold(monkeypatch, after_s,
     assert bool(calls) == warmed
     if warmed:
         assert calls[0] > 0  # a budget of `share` times the compile's own time
+
+
+def test_precompute_covers_tokens_ending_inside_a_property_name():
+    """A name read in pieces (`"alp` `ha"`) leaves threads in key heads and inside key literals;
+    after precompute_masks their lookups are cached: the masks there add no literal entries."""
+    schema = {"type": "object", "properties": {
+        "alpha": {"type": "integer"}, "alpine": {"type": "string"}, "beta": {"type": "boolean"},
+        "child": {"$ref": "#"}}}
+    vocab = _vocab()
+    compiled = GrammarCompiler(vocab, warm_share=0).compile_json_schema(schema)
+    automaton = compiled.automaton
+    assert isinstance(automaton, CfgAutomaton)
+    assert automaton.precompute_masks(budget_s=30.0) == len(automaton.lexemes)
+    scans = automaton._scan_context()[0]
+    sizes = (len(scans.head_literals), len(scans.literal_roots))
+    m = Matcher(compiled)
+    for byte in b'{"alpha": 1, "bet':
+        m.allowed_token_ids()
+        assert m.accept_token(byte)
+        assert (len(scans.head_literals), len(scans.literal_roots)) == sizes, bytes([byte])

@@ -40,6 +40,7 @@ def scan_cache(vocab: Vocabulary) -> ScanCache:
 
 
 MAX_CANON_IDS = 1 << 16
+WARM_FIRST_STATES = 8  # _warm_inside: lexemes whose first byte leads to more states are skipped
 
 
 class CfgMasks:
@@ -68,7 +69,8 @@ class CfgMasks:
     def precompute_masks(self, budget_s: float = 0.05) -> int:
         """Build ahead of use, lexeme by lexeme until `budget_s` is spent, what a lexeme's
         first thread needs in a mask: its head entries, its DFA and the run of its start
-        over the whole vocabulary. Returns how many lexemes are ready.
+        over the whole vocabulary; then, budget left, the lookups where a token may end inside
+        its head or literal (_warm_inside). Returns how many lexemes are ready.
 
         Why: a lexeme is otherwise built inside the first token step that starts it (0.3-3 ms
         each, several at once where an object's optional properties all start), which made
@@ -79,9 +81,13 @@ class CfgMasks:
         ready = 0
         for lex, start in enumerate(self._starts):
             if time.perf_counter() > deadline:
-                break
+                return ready
             self._warm_lexeme(ctx, lex, start if start is not None else self._prepare(lex))
             ready += 1
+        for lex in range(len(self._starts)):  # then, budget left, where a token may end inside
+            if time.perf_counter() > deadline:
+                break
+            self._warm_inside(ctx, lex)
         return ready
 
     def _warm_lexeme(self, ctx, lex: int, start: int) -> None:
@@ -96,6 +102,31 @@ class CfgMasks:
             if q is None:
                 return
         scans.run(lexeme.digest, lexeme.trans, lexeme.accepting, q, ROOT, follow_ids[lex])
+
+    def _warm_inside(self, ctx, lex: int) -> None:
+        """Where a token may end inside lexeme `lex`: its head states and literal positions (a
+        property name read in two tokens), the DFA state right after the literal (or, without
+        head and literal, the few states after its first byte). Computes their lookups and
+        runs over the whole vocabulary, cached per head state, literal and state language:
+        what _before_dfa and _explore would compute there on first use."""
+        (scans, follow_ids), head, literal = ctx, self._heads[lex], self._literals[lex]
+        if head:
+            for h in range(1, len(head[0].accepting)):
+                self._before_dfa(scans, lex, HEAD - h, ROOT, [], [], {})
+        for i in range(1, len(literal)):
+            self._before_dfa(scans, lex, -1 - i, ROOT, [], [], {})
+        lexeme = self.lexemes[lex]
+        if literal:
+            q = self._dfa_state(lex, len(literal))  # a token ending the literal: `":`
+            states = [] if q is None else [q]
+        elif not head:  # a token ending after the first byte: ` "` before a string value
+            row = lexeme.trans[lexeme.start]
+            states = sorted(set(row[row >= 0].tolist()))
+            states = states if len(states) <= WARM_FIRST_STATES else []
+        else:
+            states = []
+        for q in states:
+            scans.run(lexeme.digest, lexeme.trans, lexeme.accepting, q, ROOT, follow_ids[lex])
 
     def _compute_mask(self, state: CfgState, row: np.ndarray) -> None:
         rows: list[np.ndarray] = []
