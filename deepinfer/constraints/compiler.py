@@ -32,6 +32,7 @@ from .vocab import Vocabulary
 WARM_AFTER_S = 0.010  # compiles at least this long are followed by a bounded warm-up (_warm)
 WARM_SHARE = 1.0      # ... of up to this share of their compile time
 WARM_MAX_S = 2.0      # ... and never longer than this (a schema's whole budget is often ~30 s)
+WARM_MIN_LEXEMES = 24  # ... and so are context-free grammars with more lexemes, however fast
 
 
 @dataclass
@@ -112,13 +113,16 @@ class GrammarCompiler:
         return compiled
 
     def _warm(self, compiled: CompiledConstraint, spent_s: float) -> None:
-        """Precompute what token steps would build on first use, for big grammars only.
+        """Precompute what token steps would build on first use, for big grammars only:
+        a compile over WARM_AFTER_S, or a context-free grammar of over WARM_MIN_LEXEMES
+        lexemes (the same choice on a fast or a loaded machine, for most schemas).
 
-        Why: in a grammar that took over WARM_AFTER_S to compile, the lexemes a token step
-        builds on first use (0.3-3 ms each) made most of the slowest steps on MaskBench;
-        spending as long again at compile time takes them out of the steps. A small
-        grammar's compile is kept short: its first mask is what an interactive user waits on."""
-        if self.warm_share > 0 and spent_s >= self.warm_after_s:
+        Why: in such grammars the lexemes a token step builds on first use (0.3-3 ms each)
+        made most of the slowest steps on MaskBench; spending up to as long again at compile
+        time takes them out of the steps. A small grammar's compile is kept short: its first
+        mask is what an interactive user waits on."""
+        big = spent_s >= self.warm_after_s or _lexeme_count(compiled.automaton) > WARM_MIN_LEXEMES
+        if self.warm_share > 0 and big:
             compiled.precompute_masks(budget_s=min(spent_s * self.warm_share, WARM_MAX_S))
 
     # ----------------------------------------------------------- front doors
@@ -183,6 +187,13 @@ class GrammarCompiler:
     def build_dfa(self, grammar_or_expr):
         """A regular grammar (or one IR expression) -> minimized byte DFA."""
         return determinize_expr(grammar_or_expr, self.limits)
+
+
+def _lexeme_count(automaton) -> int:
+    """Lexemes of a context-free automaton (through tracked wrappers' `inner`), else 0."""
+    while automaton is not None and not hasattr(automaton, "lexemes"):
+        automaton = getattr(automaton, "inner", None)
+    return 0 if automaton is None else len(automaton.lexemes)
 
 
 def _front_end(module: str, what: str):

@@ -87,7 +87,7 @@ def test_compiler_warms_compiles_slower_than_its_threshold(monkeypatch, after_s,
     calls = []
     monkeypatch.setattr(compiler_module.CompiledConstraint, "precompute_masks",
                         lambda self, budget_s=0.05: calls.append(budget_s))
-    _compiled(_vocab(), warm_after_s=after_s, warm_share=share)
+    _compiled(_vocab(), warm_after_s=after_s, warm_share=share)  # 5 lexemes: small
     assert bool(calls) == warmed
     if warmed:
         assert calls[0] > 0  # a budget of `share` times the compile's own time
@@ -111,3 +111,15 @@ def test_precompute_covers_tokens_ending_inside_a_property_name():
         m.allowed_token_ids()
         assert m.accept_token(byte)
         assert (len(scans.head_literals), len(scans.literal_roots)) == sizes, bytes([byte])
+
+
+def test_compiler_warms_grammars_of_many_lexemes_however_fast(monkeypatch):
+    calls = []
+    monkeypatch.setattr(compiler_module.CompiledConstraint, "precompute_masks",
+                        lambda self, budget_s=0.05: calls.append(budget_s))
+    names = [f"w{chr(97 + i)}{chr(97 + j)}" for i in range(6) for j in range(6)]
+    rules = "start: obj\nobj: \"{\" (pair (\",\" pair)*)? \"}\"\npair: " + " | ".join(
+        f'"\\"{n}\\":" value' for n in names) + "\nvalue: obj | NUMBER\nNUMBER: /[0-9]+/\n"
+    compiled = GrammarCompiler(_vocab(), warm_after_s=3600.0).compile_grammar(rules)
+    assert len(compiled.automaton.lexemes) > compiler_module.WARM_MIN_LEXEMES
+    assert calls
