@@ -85,8 +85,9 @@ class GrammarCompiler:
     def __init__(self, vocab: Vocabulary, *, limits: Limits | None = None,
                  cache_size: int = 256, warm_share: float = WARM_SHARE,
                  warm_after_s: float = WARM_AFTER_S) -> None:
-        """warm_share, warm_after_s: a compile that took over `warm_after_s` seconds then
-        spends up to `warm_share` times as long on `precompute_masks` (0 turns it off)."""
+        """warm_share, warm_after_s: a compile that took over `warm_after_s` seconds, or of a
+        context-free grammar of over WARM_MIN_LEXEMES lexemes, then spends up to `warm_share`
+        times as long (at most WARM_MAX_S) on `precompute_masks`; 0 turns it off."""
         self.vocab = vocab
         self.limits = limits or Limits()
         self.cache_size = cache_size

@@ -24,7 +24,7 @@ import numpy as np
 
 from . import ir
 from .errors import ConstraintError
-from .nfa import Nfa, dfa_runs, utf8_sequences
+from .nfa import Nfa, dfa_runs, inlined_rule, utf8_sequences
 
 _P = ctypes.c_void_p
 _SIGNATURES = {
@@ -155,15 +155,8 @@ class _Writer:
             case ir.ByteDfa():
                 return _dfa_words(expr)
             case ir.RuleRef(name):
-                if name not in self.rules:
-                    raise ConstraintError(f"undefined rule {name!r}")
-                if name in self.inlining:
-                    raise ConstraintError(f"rule {name!r} is recursive (needs the context-free back end)")
-                self.inlining.append(name)
-                try:
-                    return self.program(self.rules[name])
-                finally:
-                    self.inlining.pop()
+                with inlined_rule(self.rules, self.inlining, name) as body:
+                    return self.program(body)
         raise TypeError(f"not an IR expression: {expr!r}")
 
 

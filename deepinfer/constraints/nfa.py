@@ -9,6 +9,7 @@ already be non-recursive (they are inlined here).
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -50,6 +51,21 @@ def _split_once(start: int, end: int):
             if (end & m) != m:
                 return (start, (end & ~m) - 1), (end & ~m, end)
     return None
+
+
+@contextmanager
+def inlined_rule(rules: dict, inlining: list, name: str):
+    """Rule `name`'s body, while it is being inlined (`inlining`: the rules being inlined now);
+    the errors both NFA builders (here and native_nfa.py) give for an undefined or recursive rule."""
+    if name not in rules:
+        raise ConstraintError(f"undefined rule {name!r}")
+    if name in inlining:
+        raise ConstraintError(f"rule {name!r} is recursive (needs the context-free back end)")
+    inlining.append(name)
+    try:
+        yield rules[name]
+    finally:
+        inlining.pop()
 
 
 @dataclass
@@ -110,14 +126,8 @@ class _Builder:
             case ir.ByteDfa():
                 return self.byte_dfa(expr)
             case ir.RuleRef(name):
-                if name not in self.rules:
-                    raise ConstraintError(f"undefined rule {name!r}")
-                if name in self.inlining:
-                    raise ConstraintError(f"rule {name!r} is recursive (needs the context-free back end)")
-                self.inlining.append(name)
-                frag = self.build(self.rules[name])
-                self.inlining.pop()
-                return frag
+                with inlined_rule(self.rules, self.inlining, name) as body:
+                    return self.build(body)
         raise TypeError(f"not an IR expression: {expr!r}")
 
     def byte_dfa(self, dfa: ir.ByteDfa) -> tuple[int, int]:

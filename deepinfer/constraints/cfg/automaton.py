@@ -225,15 +225,22 @@ class CfgAutomaton(CfgMasks):
             out.append(byte)
         return bytes(out)
 
+    def _built_lexeme(self, lex: int):
+        """Lexeme `lex` with its DFA built: from the shared head and parts when it has a head
+        (heads.install_composed), else its own build (prepared lexemes only)."""
+        lexeme, head = self.lexemes[lex], self._heads[lex]
+        if head and "trans" not in lexeme.__dict__:
+            install_composed(lexeme, head[1], head[0])
+        lexeme.build()  # no-op once built
+        return lexeme
+
     def _dfa_state(self, lex: int, i: int, head_state: int | None = None) -> int | None:
         """The DFA state after the first i bytes of the lexeme's literal (after a head
         match, if any), or in head state `head_state` (builds the DFA); None if that
         leads nowhere (only when the DFA failed to build)."""
         key = (lex, i, head_state)
         if key not in self._at_literal:
-            lexeme, head = self.lexemes[lex], self._heads[lex]
-            if head and "trans" not in lexeme.__dict__:  # its DFA from the shared parts (heads.py)
-                install_composed(lexeme, head[1], head[0])
+            lexeme, head = self._built_lexeme(lex), self._heads[lex]
             if head_state is not None:
                 data = head[0].path_to(head_state)
             else:

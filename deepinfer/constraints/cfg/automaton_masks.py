@@ -20,7 +20,6 @@ import numpy as np
 from ..masks import or_ids
 from ..vocab import Vocabulary
 from .earley import Chart
-from .heads import install_composed
 from .literal_runs import literal_scope
 from .scan import MAX_ENTRIES, ROOT, ScanCache
 from .state_masks import recall, remember, state_key, state_masks
@@ -91,10 +90,8 @@ class CfgMasks:
         return ready
 
     def _warm_lexeme(self, ctx, lex: int, start: int) -> None:
-        lexeme, head = self.lexemes[lex], self._heads[lex]
-        if head and "trans" not in lexeme.__dict__:
-            install_composed(lexeme, head[1], head[0])
-        lexeme.build()  # no-op once built
+        """Lexeme `lex`'s DFA and the run of its start code over the whole vocabulary."""
+        lexeme = self._built_lexeme(lex)
         scans, follow_ids = ctx
         q = start
         if q < 0:  # the head or literal run first, as _explore does (results cached in scans)
