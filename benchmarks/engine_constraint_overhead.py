@@ -69,7 +69,7 @@ def instrument_mask() -> list[float]:
     """Seconds spent applying constraint masks to sampled rows (walk the matcher through the row's
     draft, fill and apply its bitmask unless the greedy argmax is allowed), which exists only with a
     constraint: a measure of the overhead that does not depend on the load of a shared machine."""
-    from deepinfer.engine import verify
+    from deepinfer.engine.speculation import verify
 
     total = [0.0]
     apply_masks = verify._apply_masks

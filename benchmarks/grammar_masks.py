@@ -168,7 +168,7 @@ def main() -> None:
 
     from deepinfer.constraints import Vocabulary
     from deepinfer.constraints.frontends.ebnf import lower_grammar
-    from deepinfer.constraints.grammar_library import available_grammars
+    from deepinfer.constraints.frontends.ebnf.library import available_grammars
 
     vocab = Vocabulary.from_tokenizer_json(args.tokenizer, args.vocab_size)
     tokenizer = Tokenizer.from_file(str(args.tokenizer))

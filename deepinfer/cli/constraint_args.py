@@ -66,7 +66,7 @@ def load_grammar(value: str, syntax: str | None) -> tuple[str, str, str]:
     if path.is_file():
         chosen = syntax or GRAMMAR_SUFFIXES.get(path.suffix) or "lark"
         return path.read_text(encoding="utf-8"), chosen, str(path)
-    from deepinfer.constraints.grammar_library import load_library_grammar
+    from deepinfer.constraints.frontends.ebnf.library import load_library_grammar
     text, chosen = load_library_grammar(value, syntax or "lark")
     return text, chosen, f"grammars/{value}"
 

@@ -14,7 +14,7 @@ against a tokenizer's vocabulary into per-state token masks; a per-request
 
 from .automaton import TokenAutomaton
 from .compiler import CompiledConstraint, GrammarCompiler
-from .dfa import Limits
+from .regular.dfa import Limits
 from .errors import ConstraintError
 from .matcher import Matcher, fill_next_token_bitmask
 from .vocab import Vocabulary

@@ -21,11 +21,11 @@ from typing import Any
 
 from . import ir
 from .automaton import TokenAutomaton
-from .dfa import Limits, determinize_expr
+from .regular.dfa import Limits, determinize_expr
 from .errors import ConstraintError
-from .gcpause import freeze_survivors, gc_paused
+from .regular.gcpause import freeze_survivors, gc_paused
 from .frontends.regex import lower_regex
-from .regular import RegularAutomaton
+from .regular.automaton import RegularAutomaton
 from .vocab import Vocabulary
 
 
@@ -142,7 +142,7 @@ class GrammarCompiler:
     def compile_json_schema(self, schema, **options) -> CompiledConstraint:
         """JSON Schema (dict, JSON text or Pydantic model class); options go to the
         front end (`whitespace=...`, `strict=...`)."""
-        module = _front_end("json_schema", "JSON Schema")
+        module = _front_end("json.schema", "JSON Schema")
         text = _schema_key(schema)
         opts = tuple(sorted((k, repr(v)) for k, v in options.items()))
         if hasattr(module, "compile_json_schema"):  # front end with its own back-end wrapper
@@ -210,7 +210,7 @@ def _schema_key(schema) -> str:
     if isinstance(schema, str):
         return schema
     if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
-        from deepinfer.constraints.frontends.json_schema import pydantic_schema
+        from deepinfer.constraints.frontends.json.schema import pydantic_schema
 
         return f"pydantic:{schema.__module__}.{schema.__qualname__}:" + json.dumps(
             pydantic_schema(schema), sort_keys=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from deepinfer.engine.invariance import DEFAULT_TILE
-from deepinfer.engine.speculative import SpeculativeConfig
+from deepinfer.engine.speculation.speculative import SpeculativeConfig
 
 
 @dataclass

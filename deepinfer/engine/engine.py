@@ -18,12 +18,12 @@ import torch
 from deepinfer.engine.constraints import ConstraintService
 from deepinfer.engine.config import EngineConfig
 from deepinfer.engine.invariance import batch_invariant
-from deepinfer.engine.jump_forward import ForcedText, jump_forward
+from deepinfer.engine.speculation.jump_forward import ForcedText, jump_forward
 from deepinfer.engine.output import append_token, request_delta
 from deepinfer.engine.scheduler import ScheduledSeq, Scheduler, SchedulerConfig
 from deepinfer.engine.sequence import Sequence
-from deepinfer.engine.speculative import Speculator
-from deepinfer.engine.verify import rows_of, sample_rows
+from deepinfer.engine.speculation.speculative import Speculator
+from deepinfer.engine.speculation.verify import rows_of, sample_rows
 from deepinfer.errors import UserError
 from deepinfer.kvcache import BlockManager, KVPool, PagedKVCache, SeqSlice, probe_layer_shapes
 from deepinfer.sampling import derive_seed

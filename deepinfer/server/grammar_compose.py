@@ -55,7 +55,7 @@ class Composer:
 
 
 def lower_json_schema(schema, whitespace: str | None, strict: bool = True) -> ir.Grammar:
-    from deepinfer.constraints.frontends.json_schema import lower_json_schema as lower
+    from deepinfer.constraints.frontends.json.schema import lower_json_schema as lower
 
     options = {} if whitespace is None else {"whitespace": whitespace}
     return lower(schema, strict=strict, **options)

@@ -7,8 +7,8 @@ import json
 
 import jsonschema
 
-from deepinfer.constraints.frontends.json_match import matches
-from deepinfer.constraints.frontends.json_schema import lower_json_schema
+from deepinfer.constraints.frontends.json.match import matches
+from deepinfer.constraints.frontends.json.schema import lower_json_schema
 
 
 def dump(value) -> str:

@@ -37,8 +37,8 @@ def assert_regex_verdicts(schema, values, *, exact: bool | None = True, any_dept
     lowering notes an approximation). Returns the grammar."""
     import re
 
-    from deepinfer.constraints.frontends.json_regex import grammar_to_regex
-    from deepinfer.constraints.frontends.json_schema import lower_json_schema
+    from deepinfer.constraints.frontends.json.regex import grammar_to_regex
+    from deepinfer.constraints.frontends.json.schema import lower_json_schema
 
     grammar = lower_json_schema(schema, whitespace="compact", any_depth=any_depth)
     if exact is None:

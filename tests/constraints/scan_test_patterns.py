@@ -8,10 +8,10 @@ import numpy as np
 
 from deepinfer.constraints import ir
 from deepinfer.constraints.cfg.lexeme import Lexeme, analyze
-from deepinfer.constraints.cfg.scan import ScanCache
-from deepinfer.constraints.dfa import Limits
+from deepinfer.constraints.cfg.scan.cache import ScanCache
+from deepinfer.constraints.regular.dfa import Limits
 from deepinfer.constraints.frontends.regex import parse_regex
-from deepinfer.constraints.nfa import build_nfa
+from deepinfer.constraints.regular.nfa import build_nfa
 
 # string-like lexemes: a key trie that is "any string but these names" (tails),
 # bounded strings (uniform counting chains), and a lexeme with inner boundaries

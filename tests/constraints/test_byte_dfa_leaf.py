@@ -15,10 +15,11 @@ import re
 import pytest
 from json_verdicts import accepts
 
-from deepinfer.constraints import dfa_ops, ir
-from deepinfer.constraints.frontends.json_formats import FORMAT_REGEXES
-from deepinfer.constraints.frontends.json_pattern import parse_pattern
-from deepinfer.constraints.json_strings import encode_dfa, encode_expr
+from deepinfer.constraints.regular import dfa_ops
+from deepinfer.constraints import ir
+from deepinfer.constraints.frontends.json.formats import FORMAT_REGEXES
+from deepinfer.constraints.frontends.json.pattern import parse_pattern
+from deepinfer.constraints.frontends.json.strings import encode_dfa, encode_expr
 
 LANGUAGES = [
     r"[a-z]+@[a-z]+\.com",
@@ -100,8 +101,8 @@ def test_excluded_values_come_out_of_a_leaf():
 
 
 def test_reference_matcher_reads_leaves():
-    from deepinfer.constraints.frontends.json_match import matches
-    from deepinfer.constraints.frontends.json_schema import lower_json_schema
+    from deepinfer.constraints.frontends.json.match import matches
+    from deepinfer.constraints.frontends.json.schema import lower_json_schema
 
     fmt, fmt_re, pattern, strings = CASES[1]
     grammar = lower_json_schema({"type": "string", "format": fmt, "pattern": pattern}, whitespace="compact")

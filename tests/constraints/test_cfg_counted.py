@@ -8,13 +8,13 @@ import pytest
 
 from deepinfer.constraints import ir
 from deepinfer.constraints.cfg.counted import counted_dfa
-from deepinfer.constraints.dfa import Dfa, Limits, determinize
-from deepinfer.constraints.dfa_minimize import minimize, trim
+from deepinfer.constraints.regular.dfa import Dfa, Limits, determinize
+from deepinfer.constraints.regular.minimize import minimize, trim
 from deepinfer.constraints.cfg.parts import split_parts
-from deepinfer.constraints.dfa_ops import _product
-from deepinfer.constraints.frontends.json_schema import lower_json_schema
-from deepinfer.constraints.frontends.json_scalars import ASCII_CHAR, COUNTED_CHAR
-from deepinfer.constraints.nfa import build_nfa
+from deepinfer.constraints.regular.dfa_ops import _product
+from deepinfer.constraints.frontends.json.schema import lower_json_schema
+from deepinfer.constraints.frontends.json.scalars import ASCII_CHAR, COUNTED_CHAR
+from deepinfer.constraints.regular.nfa import build_nfa
 
 DIGIT = ir.CharClass(((48, 57),))
 ITEMS = [COUNTED_CHAR, ASCII_CHAR, DIGIT, ir.Alt((ir.Literal("ab"), ir.Literal("c")))]

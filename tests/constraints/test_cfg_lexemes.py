@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from deepinfer.constraints import ir
-from deepinfer.constraints.cfg import lexeme_cache
+from deepinfer.constraints.cfg.scan import lexeme_cache
 from deepinfer.constraints.cfg.lexeme import analyze
-from deepinfer.constraints.dfa import Limits, determinize
+from deepinfer.constraints.regular.dfa import Limits, determinize
 from deepinfer.constraints.frontends.regex import parse_regex
-from deepinfer.constraints.nfa import build_nfa
+from deepinfer.constraints.regular.nfa import build_nfa
 
 from scan_test_patterns import PATTERNS, lexeme_of
 
@@ -51,7 +51,7 @@ def test_lexeme_split_fails_closed_after_its_time_budget():
     from deepinfer.constraints import ConstraintError
     from deepinfer.constraints import ir as _ir
     from deepinfer.constraints.cfg.lexemes import split_grammar
-    from deepinfer.constraints.dfa import Limits
+    from deepinfer.constraints.regular.dfa import Limits
     from deepinfer.constraints.frontends.ebnf import lower_grammar
 
     grammar = lower_grammar('start: "(" start ")" | "a" | "b"', "lark", None, None)
@@ -63,7 +63,7 @@ def test_lexeme_split_fails_closed_after_its_time_budget():
 
 @pytest.mark.parametrize("pattern", [r'"([^"\\]|\\["\\nt]){0,300}"', r'[a-z0-9]{2,}x|[^"]{5,280}!'])
 def test_lazy_character_steps_equal_full_tables(pattern):
-    from deepinfer.constraints.chains import LazySteps, chain, loop_bits
+    from deepinfer.constraints.regular.chains import LazySteps, chain, loop_bits
 
     trans = lexeme_of(pattern).trans
     full, lazy = loop_bits(trans), LazySteps(trans)

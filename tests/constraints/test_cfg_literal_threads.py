@@ -12,7 +12,7 @@ import pytest
 
 from deepinfer.constraints import Matcher
 from deepinfer.constraints.cfg.automaton import AT_START, CfgAutomaton
-from deepinfer.constraints.cfg.literal_runs import expr_literal
+from deepinfer.constraints.cfg.scan.literal_runs import expr_literal
 from deepinfer.constraints import ir
 
 from cfg_test_helpers import assert_same_masks_along, same_language
@@ -114,8 +114,8 @@ WS = [ir.Repeat(ir.Alt((ir.Literal("\n"), ir.Literal("\r\n"))), 0, 1),
 def test_composed_dfa_equals_determinized(items):
     from deepinfer.constraints.cfg.heads import head_for, install_composed
     from deepinfer.constraints.cfg.lexeme import Lexeme
-    from deepinfer.constraints.dfa import Limits, determinize
-    from deepinfer.constraints.nfa import build_nfa
+    from deepinfer.constraints.regular.dfa import Limits, determinize
+    from deepinfer.constraints.regular.nfa import build_nfa
 
     expr = ir.Seq(tuple(items))
     head, literal = head_for(expr)

@@ -9,7 +9,7 @@ import pytest
 
 from deepinfer.constraints import GrammarCompiler, Matcher, Vocabulary, ir
 from deepinfer.constraints.cfg import CfgAutomaton
-from deepinfer.constraints.grammar_library import available_grammars
+from deepinfer.constraints.frontends.ebnf.library import available_grammars
 
 # Multi-byte tokens that cross lexeme boundaries in the test grammars, plus a split
 # two-byte character (é = c3 a9) and long runs.

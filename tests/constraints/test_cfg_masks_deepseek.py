@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from deepinfer.constraints import Matcher, Vocabulary, ir
-from deepinfer.constraints.grammar_library import available_grammars
+from deepinfer.constraints.frontends.ebnf.library import available_grammars
 
 from cfg_test_helpers import brute_force_allowed, cfg_compiled
 

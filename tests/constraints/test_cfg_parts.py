@@ -15,9 +15,9 @@ from deepinfer.constraints.cfg import heads, lexeme as lexeme_mod, parts
 from deepinfer.constraints.cfg.automaton import CfgAutomaton
 from deepinfer.constraints.cfg.lexeme import Lexeme
 from deepinfer.constraints.cfg.lexemes import Bnf
-from deepinfer.constraints.dfa import Limits, determinize
+from deepinfer.constraints.regular.dfa import Limits, determinize
 from deepinfer.constraints.errors import ConstraintError
-from deepinfer.constraints.nfa import build_nfa
+from deepinfer.constraints.regular.nfa import build_nfa
 
 # objects with optional properties and open keys: "any other key" tries after `{` and `,`
 SCHEMAS = [

@@ -9,16 +9,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from deepinfer.constraints.cfg.chain_runs import chain_split
-from deepinfer.constraints.cfg.ref_runs import reference_state
-from deepinfer.constraints.cfg.scan import ROOT, ScanCache
+from deepinfer.constraints.cfg.scan.chain_runs import chain_split
+from deepinfer.constraints.cfg.scan.ref_runs import reference_state
+from deepinfer.constraints.cfg.scan.cache import ROOT, ScanCache
 
 from scan_test_patterns import FOLLOWS, LITERALS, PATTERNS, TRIE, follow_sets, lexeme_of, run_entries
 
 
 @pytest.fixture(autouse=True)
 def numpy_walks(monkeypatch):
-    from deepinfer.constraints.cfg import scan
+    from deepinfer.constraints.cfg.scan import cache as scan
 
     monkeypatch.setattr(scan.TokenTrie, "of", staticmethod(lambda scans: None))
 
@@ -28,7 +28,7 @@ def test_root_runs_equal_plain_walks(deepseek_vocab, monkeypatch, pattern):
     lex = lexeme_of(pattern)
     follows = follow_sets()
     fast = ScanCache(deepseek_vocab)
-    from deepinfer.constraints.cfg import scan, scan_walks
+    from deepinfer.constraints.cfg.scan import cache as scan, walks as scan_walks
 
     splits, refs = [], []
     monkeypatch.setattr(scan, "chain_split", lambda *a: splits.append(chain_split(*a)) or splits[-1])
@@ -81,7 +81,7 @@ def _reference_digest(trans, accepting, state):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_sub_dfa_digest_matches_definition_and_ignores_numbering(seed):
-    from deepinfer.constraints.cfg.scan import sub_dfa_digest
+    from deepinfer.constraints.cfg.scan.cache import sub_dfa_digest
     rng = np.random.default_rng(seed)
     n = 60
     trans = np.repeat(rng.integers(-1, n, size=(n, 16)), 16, axis=1).astype(np.int32)  # runs
@@ -99,7 +99,7 @@ def test_sub_dfa_digest_matches_definition_and_ignores_numbering(seed):
 
 def test_pack_positions_equals_pack_mask(deepseek_vocab):
     """Root runs pack their positions through an id -> position table: same row as packing ids."""
-    from deepinfer.constraints.masks import pack_mask
+    from deepinfer.constraints.regular.masks import pack_mask
     scans = ScanCache(deepseek_vocab)
     n = len(deepseek_vocab.sorted_ids)
     rng = np.random.default_rng(3)
@@ -112,7 +112,7 @@ def test_pack_positions_equals_pack_mask(deepseek_vocab):
 def test_key_trie_runs_equal_runs_without_the_loop_state(deepseek_compiler, deepseek_vocab, monkeypatch):
     """Every state of a real "any other key" lexeme (JSON Schema lowering): root runs through
     the loop state's run (ref_runs.py) equal root runs computed without it."""
-    from deepinfer.constraints.cfg import scan
+    from deepinfer.constraints.cfg.scan import cache as scan
     from deepinfer.constraints.cfg.parts import split_parts
 
     schema = {"type": "object", "properties": {k: {"type": "integer"} for k in
@@ -143,7 +143,7 @@ def test_key_trie_runs_equal_runs_without_the_loop_state(deepseek_compiler, deep
 def test_small_sub_dfa_key_names_the_sub_dfa(seed):
     """Equal small sub-DFA keys exactly for equal renumbered sub-DFAs (across two tables, any
     numbering); None above the state limit."""
-    from deepinfer.constraints.cfg.scan_tables import compact_rows, small_sub_dfa_key
+    from deepinfer.constraints.cfg.scan.tables import compact_rows, small_sub_dfa_key
     rng = np.random.default_rng(seed)
     n = 40
     # a chain of small tails (state q reads into states > q, so sub-DFAs vary in size)
@@ -175,7 +175,7 @@ def test_small_sub_dfa_key_names_the_sub_dfa(seed):
 def test_compact_rows_lists_each_rows_runs(seed):
     """compact_rows against its definition, row by row: a run starts at byte 0 and
     wherever the target changes (a row's runs never merge with the previous row's)."""
-    from deepinfer.constraints.cfg.scan_tables import compact_rows
+    from deepinfer.constraints.cfg.scan.tables import compact_rows
     rng = np.random.default_rng(seed)
     n = 30
     trans = np.repeat(rng.integers(-1, 3, size=(n, 32)), 8, axis=1).astype(np.int32)
@@ -212,7 +212,7 @@ def test_runs_are_shared_by_language_across_lexemes(deepseek_vocab, monkeypatch)
 def test_scope_literal_index_equals_column_walk(deepseek_vocab):
     """Child scopes answer "which entries are a prefix of this literal, does one read past
     it" through an index of remaining bytes: the same as comparing columns."""
-    from deepinfer.constraints.cfg.literal_runs import _scope_prefixes, _scope_prefixes_walk
+    from deepinfer.constraints.cfg.scan.literal_runs import _scope_prefixes, _scope_prefixes_walk
 
     scans = ScanCache(deepseek_vocab)
     follow = np.ones(256, dtype=bool)
@@ -239,7 +239,7 @@ def test_scope_literal_index_equals_column_walk(deepseek_vocab):
 def test_small_child_scopes_walked_in_python_equal_vectorized(deepseek_vocab, monkeypatch):
     """Child scopes of up to FEW_TOKENS entries are read byte by byte (few_walks.walk_scope):
     the same inside tokens and crossings as the vectorized walk, from every state."""
-    from deepinfer.constraints.cfg import scan, scan_walks
+    from deepinfer.constraints.cfg.scan import cache as scan, walks as scan_walks
 
     follow = np.zeros(256, dtype=bool)
     follow[[ord(c) for c in ',} ]":0123456789tfn']] = True
@@ -274,7 +274,7 @@ def test_small_child_scopes_walked_in_python_equal_vectorized(deepseek_vocab, mo
 def test_keys_from_some_first_bytes_equal_the_full_table():
     """A key-trie node lists the prefix keys of its few non-shared first bytes directly:
     the same keys, in the same order, as the full table filtered to those bytes."""
-    from deepinfer.constraints.cfg.scan import _keys_from, _live_keys
+    from deepinfer.constraints.cfg.scan.cache import _keys_from, _live_keys
     rng = np.random.default_rng(1)
     for _ in range(100):
         n = int(rng.integers(2, 30))

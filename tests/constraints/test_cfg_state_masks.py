@@ -12,8 +12,8 @@ import pytest
 
 from deepinfer.constraints import GrammarCompiler, Vocabulary
 from deepinfer.constraints.cfg import earley
-from deepinfer.constraints.cfg.state_masks import recall, remember, state_key, state_masks
-from deepinfer.constraints.regular import MaskCache
+from deepinfer.constraints.cfg.scan.state_masks import recall, remember, state_key, state_masks
+from deepinfer.constraints.regular.automaton import MaskCache
 
 from cfg_test_helpers import cfg_compiled
 

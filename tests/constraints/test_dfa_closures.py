@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from deepinfer.constraints import ir
-from deepinfer.constraints.dfa import _all_closures
+from deepinfer.constraints.regular.dfa import _all_closures
 from deepinfer.constraints.frontends.regex import parse_regex
-from deepinfer.constraints.nfa import build_nfa
+from deepinfer.constraints.regular.nfa import build_nfa
 
 
 def _search(nfa, bit_of, state):
@@ -43,8 +43,8 @@ def test_all_closures_match_search(expr):
 ])
 def test_literal_set_dfa_is_the_determinized_alternation(values):
     from deepinfer.constraints import ir
-    from deepinfer.constraints.dfa import Limits, determinize, literal_set_dfa
-    from deepinfer.constraints.nfa import build_nfa
+    from deepinfer.constraints.regular.dfa import Limits, determinize, literal_set_dfa
+    from deepinfer.constraints.regular.nfa import build_nfa
 
     expr = ir.Alt(tuple(ir.Literal(v) for v in values)) if len(values) > 1 else ir.Literal(values[0])
     want = determinize(build_nfa(expr, 10**5), Limits())

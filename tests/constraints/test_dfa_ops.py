@@ -5,9 +5,10 @@ import re
 
 import pytest
 
-from deepinfer.constraints import dfa_ops, ir
-from deepinfer.constraints.frontends.json_pattern import parse_pattern
-from deepinfer.constraints.frontends.json_regex import grammar_to_regex
+from deepinfer.constraints.regular import dfa_ops
+from deepinfer.constraints import ir
+from deepinfer.constraints.frontends.json.pattern import parse_pattern
+from deepinfer.constraints.frontends.json.regex import grammar_to_regex
 
 ANY = dfa_ops.expr_dfa(ir.repeat(ir.CharClass.any_char()))
 SAMPLES = ["".join(t) for n in range(5) for t in itertools.product("ab-é\n中", repeat=n)]

@@ -8,8 +8,8 @@ import pytest
 
 from deepinfer.constraints import ConstraintError, ir
 from deepinfer.constraints.frontends.ebnf import lower_grammar
-from deepinfer.constraints.nfa import build_nfa
-from deepinfer.constraints.dfa import Limits, determinize
+from deepinfer.constraints.regular.nfa import build_nfa
+from deepinfer.constraints.regular.dfa import Limits, determinize
 
 
 def full_match(grammar: ir.Grammar, text: str) -> bool:

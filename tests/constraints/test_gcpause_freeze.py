@@ -3,7 +3,7 @@ collector stays on; gc_paused still restores it."""
 
 import gc
 
-from deepinfer.constraints import gcpause
+from deepinfer.constraints.regular import gcpause
 
 
 def test_freeze_once_freezes_and_keeps_collector_on(monkeypatch):

@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 
 from deepinfer.constraints import Matcher
-from deepinfer.constraints.grammar_library import available_grammars
+from deepinfer.constraints.frontends.ebnf.library import available_grammars
 
 xgr = pytest.importorskip("xgrammar")
 llguidance = pytest.importorskip("llguidance")

@@ -9,7 +9,7 @@ from deepinfer.constraints.cfg.earley import Parser
 from deepinfer.constraints.cfg.follow import follow_first_bytes
 from deepinfer.constraints.cfg.lexemes import split_grammar
 from deepinfer.constraints.frontends.ebnf import lower_grammar
-from deepinfer.constraints.frontends.json_schema import lower_json_schema
+from deepinfer.constraints.frontends.json.schema import lower_json_schema
 
 
 def _reference(bnf, nullable):

@@ -7,7 +7,7 @@ import lark
 import pytest
 
 from deepinfer.constraints import GrammarCompiler, Matcher, Vocabulary
-from deepinfer.constraints.grammar_library import available_grammars
+from deepinfer.constraints.frontends.ebnf.library import available_grammars
 
 TABLES = {
     "json": (

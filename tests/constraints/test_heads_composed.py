@@ -10,8 +10,8 @@ import pytest
 
 from deepinfer.constraints import ir
 from deepinfer.constraints.cfg import heads
-from deepinfer.constraints.dfa import Limits, canonical_order, determinize, minimize
-from deepinfer.constraints.nfa import build_nfa
+from deepinfer.constraints.regular.dfa import Limits, canonical_order, determinize, minimize
+from deepinfer.constraints.regular.nfa import build_nfa
 
 WS = ir.seq(ir.Repeat(ir.alt(ir.Literal("\n"), ir.Literal("\r\n")), 0, 1),
             ir.Repeat(ir.CharClass(((9, 9), (32, 32))), 0, 20))
@@ -56,7 +56,7 @@ def test_not_composed_without_a_literal_after_the_first_item():
 def test_not_in_head_has_the_tries_language(names):
     """A key trie alone (the tail part of a `,` ws `"` trie head) from not_in_dfa.py equals
     its determinized DFA once minimized."""
-    from deepinfer.constraints.frontends.json_not_in import encoded_not_in
+    from deepinfer.constraints.frontends.json.not_in import encoded_not_in
 
     expr = ir.Seq((encoded_not_in(names),))
     got = heads._not_in_head(expr)

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from deepinfer.constraints import ir
-from deepinfer.constraints import not_in
+from deepinfer.constraints.regular import not_in
 
 LEAVES = [ir.EMPTY, ir.NOTHING, ir.Literal("a"), ir.Literal("bc"), ir.Literal(""),
           ir.CharClass(((48, 57),)), ir.RuleRef("x"), ir.RuleRef("y")]
@@ -96,7 +96,7 @@ def test_trie_other_classes_match_charclass_of(words, children):
 
 
 def test_plain_class_encoding_shortcut_matches_the_full_encoding():
-    from deepinfer.constraints import json_strings
+    from deepinfer.constraints.frontends.json import strings as json_strings
 
     full = json_strings.encode_codepoints.__wrapped__
     rng = random.Random(2)

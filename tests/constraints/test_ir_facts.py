@@ -7,11 +7,11 @@ import pytest
 from deepinfer.constraints import ir
 from deepinfer.constraints.cfg.lexeme import Lexeme, analyze
 from deepinfer.constraints.cfg.recursion import nonregular_rules
-from deepinfer.constraints.dfa import Limits
-from deepinfer.constraints.frontends.json_schema import lower_json_schema
+from deepinfer.constraints.regular.dfa import Limits
+from deepinfer.constraints.frontends.json.schema import lower_json_schema
 from deepinfer.constraints.frontends.regex import parse_regex
-from deepinfer.constraints.ir_facts import FactsCache
-from deepinfer.constraints.nfa import build_nfa
+from deepinfer.constraints.ir.facts import FactsCache
+from deepinfer.constraints.regular.nfa import build_nfa
 
 SCHEMAS = [
     {"type": "object", "properties": {"név": {"type": "string", "pattern": "^[a-zé]{2,5}$"},

@@ -11,7 +11,7 @@ import pytest
 from json_verdicts import assert_regex_verdicts
 
 from deepinfer.constraints import ConstraintError
-from deepinfer.constraints.frontends.json_schema import lower_json_schema
+from deepinfer.constraints.frontends.json.schema import lower_json_schema
 
 SCHEMAS = [
     {"type": "array", "contains": {"const": "a"}},

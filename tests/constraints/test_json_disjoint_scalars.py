@@ -9,8 +9,8 @@ import re
 import jsonschema
 import pytest
 
-from deepinfer.constraints.frontends.json_regex import grammar_to_regex
-from deepinfer.constraints.frontends.json_schema import lower_json_schema
+from deepinfer.constraints.frontends.json.regex import grammar_to_regex
+from deepinfer.constraints.frontends.json.schema import lower_json_schema
 
 SCHEMAS = [
     {"oneOf": [{"type": "string", "pattern": "^a"}, {"type": "string", "pattern": "^b"}]},

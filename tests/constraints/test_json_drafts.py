@@ -6,8 +6,8 @@ import jsonschema
 import pytest
 
 from deepinfer.constraints import ConstraintError
-from deepinfer.constraints.frontends import json_drafts
-from deepinfer.constraints.frontends.json_normalize import VALIDATION
+from deepinfer.constraints.frontends.json import drafts as json_drafts
+from deepinfer.constraints.frontends.json.normalize import VALIDATION
 
 from json_verdicts import BYTE_COMPILER as _COMPILER, accepts as _accepts, valid as _valid
 

@@ -10,7 +10,7 @@ import pytest
 from json_verdicts import accepts, valid
 
 from deepinfer.constraints import ConstraintError
-from deepinfer.constraints.frontends.json_schema import lower_json_schema
+from deepinfer.constraints.frontends.json.schema import lower_json_schema
 
 D2020 = "https://json-schema.org/draft/2020-12/schema"
 D2019 = "https://json-schema.org/draft/2019-09/schema"

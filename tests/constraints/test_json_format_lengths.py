@@ -11,8 +11,8 @@ import re
 import pytest
 from json_verdicts import BYTE_COMPILER, accepts
 
-from deepinfer.constraints import dfa_ops
-from deepinfer.constraints.frontends.json_formats import FORMAT_REGEXES
+from deepinfer.constraints.regular import dfa_ops
+from deepinfer.constraints.frontends.json.formats import FORMAT_REGEXES
 
 URI = "https://example.com/a/b?q=1#frag"
 
@@ -40,7 +40,7 @@ def test_uri_with_max_length(fmt, hi, exact):
 def test_length_counter_is_the_length_language():
     """dfa_ops.length_dfa counts characters as `.{lo,hi}` does, multi-byte ones included."""
     from deepinfer.constraints import ir
-    from deepinfer.constraints.json_strings import ANY_CHAR
+    from deepinfer.constraints.frontends.json.strings import ANY_CHAR
 
     for lo, hi in [(0, 3), (2, 5), (3, None), (0, None), (1, 1)]:
         got = dfa_ops.intersect(dfa_ops.length_dfa(lo, hi), dfa_ops.expr_dfa(ir.repeat(ANY_CHAR)))

@@ -8,8 +8,8 @@ import jsonschema
 import pytest
 
 from deepinfer.constraints.errors import ConstraintError
-from deepinfer.constraints.frontends.json_match import matches
-from deepinfer.constraints.frontends.json_schema import lower_json_schema
+from deepinfer.constraints.frontends.json.match import matches
+from deepinfer.constraints.frontends.json.schema import lower_json_schema
 
 DRAFT7 = "http://json-schema.org/draft-07/schema#"
 ROWS = [

@@ -10,9 +10,9 @@ import re
 import pytest
 
 from deepinfer.constraints import ir
-from deepinfer.constraints.frontends.json_length import bound_length
-from deepinfer.constraints.frontends.json_pattern import parse_pattern
-from deepinfer.constraints.frontends.json_regex import grammar_to_regex
+from deepinfer.constraints.frontends.json.length import bound_length
+from deepinfer.constraints.frontends.json.pattern import parse_pattern
+from deepinfer.constraints.frontends.json.regex import grammar_to_regex
 
 ALPHABET = "abcx-.@ 0"
 

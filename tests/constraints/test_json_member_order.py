@@ -15,8 +15,8 @@ import json
 import jsonschema
 import pytest
 
-from deepinfer.constraints.frontends.json_match import matches
-from deepinfer.constraints.frontends.json_schema import lower_json_schema
+from deepinfer.constraints.frontends.json.match import matches
+from deepinfer.constraints.frontends.json.schema import lower_json_schema
 from json_table import check_table_row, dump
 
 S = {"type": "string"}

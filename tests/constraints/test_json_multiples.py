@@ -7,8 +7,8 @@ import re
 import jsonschema
 import pytest
 
-from deepinfer.constraints.frontends.json_regex import grammar_to_regex
-from deepinfer.constraints.frontends.json_schema import lower_json_schema
+from deepinfer.constraints.frontends.json.regex import grammar_to_regex
+from deepinfer.constraints.frontends.json.schema import lower_json_schema
 
 VALUES = [0, 11, 99, 110, 111, 121, 12, 24, 36, 48, 14, -7, -14, 7 * 2047, 11 * 3000, 1.5, "x"]
 

@@ -9,7 +9,7 @@ import json
 import pytest
 from json_verdicts import assert_regex_verdicts
 
-from deepinfer.constraints.frontends.json_schema import lower_json_schema
+from deepinfer.constraints.frontends.json.schema import lower_json_schema
 
 SCHEMAS = [
     # Swagger 2.0 `responses`: status codes or x- extensions, not x- extensions only

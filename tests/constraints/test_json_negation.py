@@ -8,8 +8,8 @@ import sys
 import jsonschema
 import pytest
 
-from deepinfer.constraints.frontends.json_regex import grammar_to_regex
-from deepinfer.constraints.frontends.json_schema import lower_json_schema
+from deepinfer.constraints.frontends.json.regex import grammar_to_regex
+from deepinfer.constraints.frontends.json.schema import lower_json_schema
 
 VALUES = [None, 0, 1, 2.5, "a", "ab", [], [1], ["a"], [1, "a"], ["a", "b"], {}, {"x": 1}, {"y": 1},
           {"x": 1, "y": 2}, {"x": "s"}, {"x": 2, "y": "s"}]

@@ -15,7 +15,7 @@ The last two were found by a random-schema fuzz (many keywords, near-valid insta
 import pytest
 
 from deepinfer.constraints import ConstraintError
-from deepinfer.constraints.frontends.json_schema import lower_json_schema
+from deepinfer.constraints.frontends.json.schema import lower_json_schema
 
 from json_table import check_table_row
 

@@ -9,8 +9,8 @@ import re
 import pytest
 
 from deepinfer.constraints import ConstraintError
-from deepinfer.constraints.frontends.json_regex import grammar_to_regex
-from deepinfer.constraints.frontends.json_schema import lower_json_schema
+from deepinfer.constraints.frontends.json.regex import grammar_to_regex
+from deepinfer.constraints.frontends.json.schema import lower_json_schema
 
 PATTERNS = ["^((?!mode)(?!Mode).)*$", "^(?!\\s*$).+", "^(?=.*[A-Z])(?=.*\\d).{3,}$", "(?!ab)a", "^(?!a)",
             "^(?!ab$)[ab]*$", "^((?!ab).)+$", "^(?!.*\\.\\.)[a-z.]+$", "^(?:(?!a$)[ab]){2,3}$",

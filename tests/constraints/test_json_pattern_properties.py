@@ -8,8 +8,8 @@ import sys
 import jsonschema
 import pytest
 
-from deepinfer.constraints.frontends.json_regex import grammar_to_regex
-from deepinfer.constraints.frontends.json_schema import lower_json_schema
+from deepinfer.constraints.frontends.json.regex import grammar_to_regex
+from deepinfer.constraints.frontends.json.schema import lower_json_schema
 from json_verdicts import assert_regex_verdicts
 
 SCHEMAS = [

@@ -11,8 +11,8 @@ import re
 import pytest
 
 from deepinfer.constraints import GrammarCompiler, Matcher, Vocabulary
-from deepinfer.constraints.frontends.json_regex import grammar_to_regex
-from deepinfer.constraints.frontends.json_schema import lower_json_schema
+from deepinfer.constraints.frontends.json.regex import grammar_to_regex
+from deepinfer.constraints.frontends.json.schema import lower_json_schema
 
 PATTERNS = ["ab|cd", "ab|^cd", "ab|cd$", "a|b*", "x(y|z)|w", "(ab)|(cd)|e", "^$|ab|b",
             "ab|c(d|e)$", "a.c|[0-9]{2}|^z$", "(?:ab|cd)|ef"]

@@ -3,7 +3,7 @@
 import jsonschema
 import pytest
 
-from deepinfer.constraints.frontends.json_quick_valid import quick_valid
+from deepinfer.constraints.frontends.json.quick_valid import quick_valid
 
 SCHEMAS = [
     {"type": "string", "enum": ["a", "bc", "1"], "description": "x"},

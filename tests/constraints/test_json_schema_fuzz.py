@@ -10,8 +10,8 @@ import jsonschema
 import pytest
 
 from deepinfer.constraints.errors import ConstraintError
-from deepinfer.constraints.frontends.json_match import matches
-from deepinfer.constraints.frontends.json_schema import lower_json_schema
+from deepinfer.constraints.frontends.json.match import matches
+from deepinfer.constraints.frontends.json.schema import lower_json_schema
 
 from schema_fuzz import SchemaFuzz, WideSchemaFuzz
 

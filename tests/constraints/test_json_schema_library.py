@@ -8,8 +8,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from deepinfer.constraints.frontends.json_match import matches
-from deepinfer.constraints.frontends.json_schema import lower_json_schema
+from deepinfer.constraints.frontends.json.match import matches
+from deepinfer.constraints.frontends.json.schema import lower_json_schema
 from deepinfer.constraints.frontends.regex import lower_regex
 
 ROOT = Path(__file__).resolve().parents[2] / "constraints"

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from deepinfer.constraints import ConstraintError, Matcher, allocate_token_bitmask
-from deepinfer.constraints.frontends.json_match import matches
-from deepinfer.constraints.frontends.json_schema import lower_json_schema
+from deepinfer.constraints.frontends.json.match import matches
+from deepinfer.constraints.frontends.json.schema import lower_json_schema
 
 DATA = Path(os.environ.get("MASKBENCH_DATA", Path(__file__).resolve().parents[3] / "shared" / "maskbench" / "data"))
 ALL = sorted(p.name for p in DATA.glob("*.json")) if DATA.is_dir() else []

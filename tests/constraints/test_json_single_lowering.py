@@ -5,8 +5,8 @@ import pytest
 
 from deepinfer.constraints import GrammarCompiler, Vocabulary, ir
 from deepinfer.constraints.compiler import is_recursive
-from deepinfer.constraints.frontends import json_schema
-from deepinfer.constraints.frontends.json_schema import lower_json_schema, unsplit
+from deepinfer.constraints.frontends.json import schema as json_schema
+from deepinfer.constraints.frontends.json.schema import lower_json_schema, unsplit
 
 def _vocab() -> Vocabulary:
     return Vocabulary.from_token_bytes([bytes([b]) for b in range(256)] + [None], eos_ids=[256])
@@ -51,7 +51,7 @@ def _accepts(compiled, text: str) -> bool:
 
 
 def test_larger_regular_schema_goes_to_the_cfg_back_end():
-    from deepinfer.constraints.frontends import json_compile
+    from deepinfer.constraints.frontends.json import compile as json_compile
 
     props = {f"field_{i}": {"type": "string", "maxLength": 5} for i in range(12)}
     schema = {"type": "object", "properties": props, "required": ["field_0"], "additionalProperties": False}

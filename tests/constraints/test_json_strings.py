@@ -8,8 +8,8 @@ import sys
 import jsonschema
 import pytest
 
-from deepinfer.constraints.frontends.json_regex import grammar_to_regex
-from deepinfer.constraints.frontends.json_schema import lower_json_schema
+from deepinfer.constraints.frontends.json.regex import grammar_to_regex
+from deepinfer.constraints.frontends.json.schema import lower_json_schema
 
 VALUES = ["", "a", "ab", "b", "xb", "abc", "a@b.co", "x.js", "x.jsx", "12", "٣", 0, 1, 2.5, -0.25, 1.0, 10,
           None, True, [], {}]
@@ -49,7 +49,7 @@ def test_string_keywords_against_jsonschema(schema):
 @pytest.mark.parametrize("kind,test", [("s", str.isspace), ("d", str.isdecimal),
                                        ("w", lambda c: c.isalnum() or c == "_")])
 def test_unicode_classes_are_python_s_exactly(kind, test):
-    from deepinfer.constraints.frontends.json_pattern import _unicode_set
+    from deepinfer.constraints.frontends.json.pattern import _unicode_set
 
     ranges = _unicode_set(kind)
     inside = set()

@@ -11,7 +11,7 @@ import pytest
 from json_verdicts import accepts, valid
 
 from deepinfer.constraints import ConstraintError
-from deepinfer.constraints.frontends.json_schema import lower_json_schema
+from deepinfer.constraints.frontends.json.schema import lower_json_schema
 
 VALUES = [{}, {"a": "x"}, {"a": 1}, {"b": 2}, {"a": "x", "b": 2}, {"a": "x", "b": "y"}, {"c": 1}, {"x1": 3},
           {"x1": "s"}, {"a": "x", "c": True}, {"c": "long"}, {"c": "s"}, 1, "s", None, []]

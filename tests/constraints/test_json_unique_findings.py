@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from deepinfer.constraints import ConstraintError, GrammarCompiler, Vocabulary
-from deepinfer.constraints.frontends.json_schema import lower_json_schema
+from deepinfer.constraints.frontends.json.schema import lower_json_schema
 
 MULTI = [b"[1,1,", b"false,f", b",f", b" true", b"null,n", b"],[", b'"a","a"', b"1]", b"01", b"-01", b'1"']
 TOKENS = [bytes([i]) for i in range(256)] + MULTI + [None]  # bytes, multi-byte tokens, eos
@@ -271,8 +271,8 @@ def test_mask_is_exactly_what_next_state_takes(schema, prefix):
     ("^a+$", None),
 ])
 def test_finite_patterns_are_spelled_out(pattern, strings):
-    from deepinfer.constraints.frontends.json_pattern import parse_pattern
-    from deepinfer.constraints.frontends.json_words import spell_out
+    from deepinfer.constraints.frontends.json.pattern import parse_pattern
+    from deepinfer.constraints.frontends.json.words import spell_out
 
     got = spell_out(parse_pattern(pattern, exact=True), 64)
     assert got == strings

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from deepinfer.constraints import GrammarCompiler, Vocabulary
-from deepinfer.constraints.frontends.json_caps import CAP_NOTE
-from deepinfer.constraints.length_caps import LengthCapAutomaton
+from deepinfer.constraints.frontends.json.caps import CAP_NOTE
+from deepinfer.constraints.frontends.json.length_caps import LengthCapAutomaton
 from json_verdicts import BYTE_COMPILER, accepts, valid, validator
 
 CAP = 150
@@ -160,7 +160,7 @@ def _count_reference(data: bytes, escape: int) -> int:
 
 @pytest.mark.parametrize("escape", range(6))
 def test_vectorized_character_counts_match_a_byte_loop(escape):
-    from deepinfer.constraints.length_caps import char_counts
+    from deepinfer.constraints.frontends.json.length_caps import char_counts
 
     rng = random.Random(escape)
     alphabet = b'ab"\\u0e9\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80'
@@ -174,7 +174,7 @@ def test_vectorized_character_counts_match_a_byte_loop(escape):
 
 
 def test_too_many_contexts_means_no_caps_not_a_slow_compile():
-    from deepinfer.constraints.frontends.json_caps import MAX_CONTEXTS, capped_nodes
+    from deepinfer.constraints.frontends.json.caps import MAX_CONTEXTS, capped_nodes
 
     props = {f"p{i}": {"type": "string", "maxLength": 200} for i in range(MAX_CONTEXTS + 10)}
     assert capped_nodes({"type": "object", "properties": props}) == set()

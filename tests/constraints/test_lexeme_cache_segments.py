@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import pytest
 
 from deepinfer.constraints import ir
-from deepinfer.constraints.cfg import lexeme_cache
+from deepinfer.constraints.cfg.scan import lexeme_cache
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from deepinfer.constraints import masks
+from deepinfer.constraints.regular import masks
 
 
 def _expected(words: int, ids) -> np.ndarray:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from deepinfer.constraints import Vocabulary
-from deepinfer.constraints.masks import loop_bits, pack_mask, state_mask, walk_tokens
+from deepinfer.constraints.regular.masks import loop_bits, pack_mask, state_mask, walk_tokens
 
 PATTERNS = [
     r'"([^"\\]|\\.)*"',
@@ -85,7 +85,7 @@ def test_pack_mask_exact(ids):
 @pytest.mark.parametrize("fraction", [0.001, 0.05, 0.5, 0.95])
 def test_ranges_mask_path_equals_index_math(deepseek_vocab, fraction):
     """_ranges expands a per-key mask above RANGES_BY_MASK positions: same positions."""
-    from deepinfer.constraints import masks
+    from deepinfer.constraints.regular import masks
     keys = np.flatnonzero(np.random.default_rng(7).random(256 * 257) < fraction)
     got = masks._ranges(keys, deepseek_vocab)
     want = np.concatenate([np.arange(deepseek_vocab.pair_start[k], deepseek_vocab.pair_start[k + 1])

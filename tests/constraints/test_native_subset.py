@@ -7,8 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from deepinfer.constraints import ConstraintError, dfa, native_subset
-from deepinfer.constraints.nfa import build_nfa
+from deepinfer.constraints import ConstraintError
+from deepinfer.constraints.regular import dfa, native_subset
+from deepinfer.constraints.regular.nfa import build_nfa
 from deepinfer.constraints.frontends.regex import parse_regex
 
 pytestmark = pytest.mark.skipif(native_subset._library() is None, reason="no C compiler here")
@@ -35,7 +36,7 @@ def test_same_dfa_as_the_python_construction(pattern, monkeypatch):
 
 
 def test_moore_partition_is_the_coarsest_stable_one():
-    from deepinfer.constraints.dfa_minimize import _moore, _exact_round
+    from deepinfer.constraints.regular.minimize import _moore, _exact_round
 
     rng = np.random.default_rng(3)
     for _ in range(20):
@@ -55,7 +56,7 @@ def test_limits_fail_closed_like_the_python_construction():
 
 
 def test_trim_and_canonical_order_match_their_python_versions(monkeypatch):
-    from deepinfer.constraints import dfa_minimize
+    from deepinfer.constraints.regular import minimize as dfa_minimize
 
     rng = np.random.default_rng(11)
     cases = []

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 from deepinfer.constraints import GrammarCompiler, Matcher, Vocabulary, allocate_token_bitmask
-from deepinfer.constraints.cfg import scan
+from deepinfer.constraints.cfg.scan import cache as scan
 from deepinfer.constraints.cfg.automaton_masks import scan_cache
-from deepinfer.constraints.cfg.native_walks import TokenTrie
-from deepinfer.constraints.cfg.scan import ROOT, ScanCache
+from deepinfer.constraints.cfg.scan.native_walks import TokenTrie
+from deepinfer.constraints.cfg.scan.cache import ROOT, ScanCache
 
 from scan_test_patterns import FOLLOWS, LITERALS, PATTERNS, TRIE, follow_sets, lexeme_of, run_entries
 
@@ -160,8 +160,8 @@ def test_native_off_keeps_the_numpy_walks(monkeypatch):
 def test_native_language_keys_group_states_like_the_python_keys():
     """Equal C keys exactly for equal Python keys (scan_tables.small_sub_dfa_key), over the
     states of several lexemes together, and None (too many states) at the same states."""
-    from deepinfer.constraints.cfg import native_keys
-    from deepinfer.constraints.cfg.scan_tables import compact_rows, small_sub_dfa_key
+    from deepinfer.constraints.cfg.scan import native_keys
+    from deepinfer.constraints.cfg.scan.tables import compact_rows, small_sub_dfa_key
 
     assert native_keys.available()
     python_ids, native_ids = {}, {}
@@ -183,7 +183,7 @@ def test_native_language_keys_group_states_like_the_python_keys():
 def test_native_forced_literal_equals_the_python_walk(monkeypatch):
     """literal_prefix through the C walk and through the per-state Python walk agree at every
     state of lexemes with key literals, keywords and counted strings, under several limits."""
-    from deepinfer.constraints.cfg import literal_runs, native_keys
+    from deepinfer.constraints.cfg.scan import literal_runs, native_keys
 
     assert native_keys.available()
     seen = 0

@@ -8,10 +8,10 @@ import pytest
 from deepinfer.constraints import ir
 from deepinfer.constraints.cfg import not_in_dfa
 from deepinfer.constraints.cfg.not_in_dfa import not_in_rest_dfa
-from deepinfer.constraints.dfa import Limits, determinize
-from deepinfer.constraints.frontends.json_not_in import encoded_not_in
-from deepinfer.constraints.frontends.json_text import Whitespace
-from deepinfer.constraints.nfa import build_nfa
+from deepinfer.constraints.regular.dfa import Limits, determinize
+from deepinfer.constraints.frontends.json.not_in import encoded_not_in
+from deepinfer.constraints.frontends.json.text import Whitespace
+from deepinfer.constraints.regular.nfa import build_nfa
 
 from cfg_test_helpers import same_language
 

@@ -151,7 +151,7 @@ def test_time_budget_counts_cpu_not_wall_time(monkeypatch):
     can be injected; the compiled one reads the same per-thread CPU clock)."""
     import time
 
-    from deepinfer.constraints import dfa, native_subset
+    from deepinfer.constraints.regular import dfa, native_subset
 
     monkeypatch.setattr(native_subset, "_lib", [None])
 

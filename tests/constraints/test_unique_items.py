@@ -10,7 +10,7 @@ import jsonschema
 import numpy as np
 import pytest
 
-from deepinfer.constraints.unique import UniqueItemsAutomaton, canonical
+from deepinfer.constraints.frontends.json.unique_tracker import UniqueItemsAutomaton, canonical
 
 SCHEMAS = [
     ({"type": "array", "items": {"type": "string"}, "uniqueItems": True},
@@ -75,7 +75,7 @@ def test_canonical_equality_is_json_schema_equality():
 
 def test_without_matcher_lowering_still_fails_closed():
     from deepinfer.constraints.errors import ConstraintError
-    from deepinfer.constraints.frontends.json_schema import lower_json_schema
+    from deepinfer.constraints.frontends.json.schema import lower_json_schema
 
     with pytest.raises(ConstraintError, match="/uniqueItems"):
         lower_json_schema({"type": "array", "items": {"type": "string"}, "uniqueItems": True})
@@ -126,6 +126,6 @@ def test_opening_shortcut_keeps_masks(deepseek_compiler, deepseek_vocab, value, 
     (b"[[1,1", False), (b"[1,[1", False), (b'[{"a":1},', False), (b"1,[1,1", False), (b"", False),
 ])
 def test_which_opening_tokens_take_the_shortcut(data, simple):
-    from deepinfer.constraints.unique import _opens_one_array
+    from deepinfer.constraints.frontends.json.unique_tracker import _opens_one_array
 
     assert _opens_one_array(data) is simple

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import torch
 
-from deepinfer.engine.verify import Row, sample_rows
+from deepinfer.engine.speculation.verify import Row, sample_rows
 from deepinfer.sampling import SamplingRow, sample
 from deepinfer.types import SamplingParams
 

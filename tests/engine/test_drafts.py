@@ -2,10 +2,10 @@
 
 import pytest
 
-from deepinfer.engine.draft_lengths import StepCost
-from deepinfer.engine.drafts import SOURCE_OWN, SOURCE_POOL, NgramProposer
-from deepinfer.engine.draft_lengths import choose_lengths
-from deepinfer.engine.speculative import AcceptanceStats
+from deepinfer.engine.speculation.draft_lengths import StepCost
+from deepinfer.engine.speculation.drafts import SOURCE_OWN, SOURCE_POOL, NgramProposer
+from deepinfer.engine.speculation.draft_lengths import choose_lengths
+from deepinfer.engine.speculation.speculative import AcceptanceStats
 
 
 def test_own_context_longest_suffix_most_recent_occurrence():
@@ -69,7 +69,7 @@ def test_lazy_selection_equals_sorting_every_candidate_and_asks_only_what_it_nee
     (a draft token the constraint refuses: the row ends there), gives the lengths of sorting
     every candidate of the rows cut before their refused token."""
     import random
-    from deepinfer.engine.draft_lengths import select_lengths
+    from deepinfer.engine.speculation.draft_lengths import select_lengths
     rng = random.Random(1)
 
     class Row:
@@ -109,7 +109,7 @@ def test_lazy_selection_equals_sorting_every_candidate_and_asks_only_what_it_nee
 
 
 def test_acceptance_stats_count_trials_only_up_to_the_first_miss():
-    from deepinfer.engine.drafts import Draft
+    from deepinfer.engine.speculation.drafts import Draft
     stats = AcceptanceStats()
     draft = Draft([1, 2, 3], SOURCE_OWN, 2)
     key = lambda j: AcceptanceStats.key(draft, j, True)  # noqa: E731
@@ -130,7 +130,7 @@ TEXTS = {1: '{"a": ', 2: '"x', 3: '",', 4: "\n ", 5: ' "b', 6: '":', 7: ' 1', 8:
 
 
 def test_text_pool_matches_the_longest_suffix_at_token_boundaries_newest_first():
-    from deepinfer.engine.text_drafts import TextPool, TextStream
+    from deepinfer.engine.speculation.text_drafts import TextPool, TextStream
     pool = TextPool(TEXTS.__getitem__, min_chars=1, max_chars=4, pool_tokens=4)
     a, b = TextStream(), TextStream()
     pool.extend(a, [3, 4, 5, 3, 9])          # `",` `\n ` ` "b` `",` ` "c`
@@ -147,7 +147,7 @@ def test_text_pool_matches_the_longest_suffix_at_token_boundaries_newest_first()
 
 
 def test_forced_lead_continues_with_the_text_after_it():
-    from deepinfer.engine.drafts import SOURCE_FORCED
+    from deepinfer.engine.speculation.drafts import SOURCE_FORCED
     p = NgramProposer(max_ngram=2, token_text=TEXTS.__getitem__)
     p.observe("a", [0], [1, 5, 6, 7, 3])     # ` "b` `":` ` 1` ...
     p.observe("b", [0], [1, 9])              # ` "c`: the constraint forces `":` next
@@ -173,7 +173,7 @@ def encode(text: str) -> list[int]:
 
 
 def test_prompt_text_continues_at_token_boundaries_and_re_encodes_a_cut_token():
-    from deepinfer.engine.prompt_drafts import PromptText
+    from deepinfer.engine.speculation.prompt_drafts import PromptText
     prompt = PromptText.build([20, 21, 22, 23, 24, 25, 26], WORDS.__getitem__)
     assert prompt.text == "Record Ada Lovelace is a poet."
     assert prompt.lookup('{"name": "Ada', 3, encode) == ([22, 23, 24], 4)   # ` Ada` ends a token
@@ -186,7 +186,7 @@ def test_prompt_text_continues_at_token_boundaries_and_re_encodes_a_cut_token():
 
 
 def test_continue_text_prefers_the_outputs_then_the_prompt():
-    from deepinfer.engine.drafts import SOURCE_PROMPT, SOURCE_TEXT
+    from deepinfer.engine.speculation.drafts import SOURCE_PROMPT, SOURCE_TEXT
     texts = {**TEXTS, **WORDS}
     p = NgramProposer(max_ngram=2, token_text=texts.__getitem__, encode=encode)
     p.observe("a", [20, 21, 22, 23], [31, 32])                     # prompt "Record Ada Lovelace is"; output `{"name": "Ad`
@@ -201,7 +201,7 @@ def test_continue_text_prefers_the_outputs_then_the_prompt():
 
 
 def test_schema_skeleton_text_follows_declaration_order_and_structure():
-    from deepinfer.engine.schema_drafts import skeleton_text
+    from deepinfer.engine.speculation.schema_drafts import skeleton_text
     schema = {"type": "object", "$defs": {"tag": {"enum": ["a", "b"]}},
               "properties": {"name": {"type": "string"}, "age": {"type": ["integer", "null"]},
                              "ok": {"type": "boolean"}, "tags": {"type": "array", "items": {"$ref": "#/$defs/tag"}},
@@ -227,7 +227,7 @@ def test_add_text_joins_the_text_pool_as_a_finished_output():
 
 
 def test_text_suffixes_match_only_on_lines_indented_alike():
-    from deepinfer.engine.text_drafts import TextPool, TextStream, line_indent
+    from deepinfer.engine.speculation.text_drafts import TextPool, TextStream, line_indent
     texts = {1: "{\n  \"a\": \"x\",", 2: "\n  \"", 3: "[\n    \"y\",", 4: "\n    \"", 5: "z"}
     pool = TextPool(texts.__getitem__, min_chars=2, max_chars=4)
     stream = TextStream()
@@ -246,7 +246,7 @@ def test_ngram_index_fast_paths_register_what_the_token_loop_registers():
     """`extend` of a long run (per n, zipped slices) and `extend_output` (own and output index at
     once) must leave the same n-gram -> position maps as one token at a time."""
     import random
-    from deepinfer.engine.drafts import DraftPool, NgramIndex
+    from deepinfer.engine.speculation.drafts import DraftPool, NgramIndex
 
     def loop(index, new, pool=None):
         for token in new:
@@ -280,7 +280,7 @@ def test_ngram_index_fast_paths_register_what_the_token_loop_registers():
 
 
 def test_tail_boost_raises_the_overhead_only_below_the_recent_peak():
-    from deepinfer.engine.speculative import SpeculativeConfig, Speculator
+    from deepinfer.engine.speculation.speculative import SpeculativeConfig, Speculator
     spec = Speculator(SpeculativeConfig(prior_overhead_rows=100.0, tail_boost=2.0, peak_decay=0.5,
                                         overhead_rows_per_sequence=1000.0), frozenset({0}))
     spec._peak = 32.0
@@ -301,7 +301,7 @@ def test_small_batches_cap_the_prior_overhead(peak, running, fitted, expected):
     """A lone sequence's extra verified rows are a large share of its step: the prior overhead is
     capped at overhead_rows_per_sequence * (batch + 1) rows, the batch being the requests running
     or waiting, or the recent peak of sampling ones."""
-    from deepinfer.engine.speculative import SpeculativeConfig, Speculator
+    from deepinfer.engine.speculation.speculative import SpeculativeConfig, Speculator
     spec = Speculator(SpeculativeConfig(prior_overhead_rows=100.0, overhead_rows_per_sequence=4.0,
                                         fit_step_cost=fitted), frozenset({0}))
     spec._peak = peak
@@ -312,7 +312,7 @@ def test_prompt_lookup_bisection_equals_trying_every_length():
     """PromptText.lookup skips the suffix lengths not found in the prompt by bisection; it must
     return what trying every length from the longest down returns."""
     import random
-    from deepinfer.engine.prompt_drafts import PromptText
+    from deepinfer.engine.speculation.prompt_drafts import PromptText
 
     def every_length(prompt, text, limit, encode, min_chars, max_chars):
         for n in range(min(max_chars, len(text)), min_chars - 1, -1):

@@ -103,7 +103,7 @@ def test_extendable_by_accepting_each_longer_token_equals_the_mask(make_llm):
     import random
 
     from deepinfer.constraints import Matcher
-    from deepinfer.engine.jump_forward import ForcedText
+    from deepinfer.engine.speculation.jump_forward import ForcedText
     llm = make_llm()
     outs = llm.generate(["extract: Ada, 36, London", "who?"],
                         [SamplingParams(json_schema=SCHEMA, temperature=t, seed=1, max_tokens=60) for t in (0, 1.0)])

@@ -12,8 +12,8 @@ import pytest
 
 from deepinfer import SamplingParams
 from deepinfer.constraints import Matcher
-from deepinfer.engine.drafts import Draft, SOURCE_OWN
-from deepinfer.engine.speculative import SpeculativeConfig
+from deepinfer.engine.speculation.drafts import Draft, SOURCE_OWN
+from deepinfer.engine.speculation.speculative import SpeculativeConfig
 from deepinfer.types import FinishReason
 
 PROMPTS = ["hello hello hello hello", "abc abc abc", "the fox jumps over the fox", "x", "1 2 3 1 2 3 1 2"]
@@ -175,7 +175,7 @@ def test_forced_text_left_to_the_sampler_opens_the_draft(make_llm):
     """Text the constraint forces but jump-forward left (or could not encode) leads the draft."""
     from types import SimpleNamespace
 
-    from deepinfer.engine.jump_forward import ForcedText
+    from deepinfer.engine.speculation.jump_forward import ForcedText
     llm = make_llm(speculative=True)
     engine, spec = llm.engine, llm.engine.speculator
     compiled = engine.compiler.compile_regex("hello (world|there)")
@@ -196,7 +196,7 @@ def test_a_draft_goes_on_past_forced_text_it_diverged_from(make_llm, monkeypatch
     stopping there; a draft walked without a sequence key stops at the forced tokens as before."""
     from types import SimpleNamespace
 
-    from deepinfer.engine.jump_forward import ForcedText, forced_tokens
+    from deepinfer.engine.speculation.jump_forward import ForcedText, forced_tokens
     llm = make_llm(speculative=True)
     engine, spec, tok = llm.engine, llm.engine.speculator, llm.engine.tokenizer
     compiled = engine.compiler.compile_regex("(a|b) is forced here(x|y)+")
@@ -231,7 +231,7 @@ def test_a_draft_goes_on_past_forced_text_it_diverged_from(make_llm, monkeypatch
 
 def _walk_whole(spec, seq, draft, forced, key=None, limit=0):
     """A draft walked to its end (what a plan that admits everything walks): (tokens, keys)."""
-    from deepinfer.engine.draft_walk import DraftWalk
+    from deepinfer.engine.speculation.draft_walk import DraftWalk
     walk = DraftWalk(spec, seq, draft, forced, key, limit)
     try:
         while walk.step():
@@ -243,7 +243,7 @@ def _walk_whole(spec, seq, draft, forced, key=None, limit=0):
 
 def _drafts_per_step(llm, monkeypatch):
     """Run the constrained batch, recording every plan's drafts."""
-    from deepinfer.engine.speculative import Speculator
+    from deepinfer.engine.speculation.speculative import Speculator
     plans, plan = [], Speculator.plan
 
     def recording(self, running, *args, **kwargs):
@@ -266,10 +266,10 @@ def test_lazy_walks_and_remembered_forced_text_change_nothing(make_llm, monkeypa
     """Plans walk drafts only as far as the selection asks, and jump-forward reuses the forced
     tokens a walk computed at the same matcher state: both must give exactly the plans, drafts
     and outputs of walking every draft to its end and asking the constraint every time."""
-    from deepinfer.engine.jump_forward import ForcedText
+    from deepinfer.engine.speculation.jump_forward import ForcedText
     config = SpeculativeConfig(prior_overhead_rows=40.0)
     fast = _drafts_per_step(make_llm(speculative=True, speculative_config=config), monkeypatch)
-    import deepinfer.engine.speculative as speculative
+    import deepinfer.engine.speculation.speculative as speculative
 
     class Whole(speculative.WalkSurvival):
         def __init__(self, walk, confidence):
@@ -287,7 +287,7 @@ def test_lazy_walks_and_remembered_forced_text_change_nothing(make_llm, monkeypa
 def test_remembered_forced_tokens_are_keyed_by_the_exact_matcher_state(make_llm):
     from types import SimpleNamespace
 
-    from deepinfer.engine.jump_forward import ForcedText, forced_tokens
+    from deepinfer.engine.speculation.jump_forward import ForcedText, forced_tokens
     llm = make_llm(speculative=True)
     tok = llm.engine.tokenizer
     compiled = llm.engine.compiler.compile_regex("(a|b) is forced here(x|y)+")
@@ -316,8 +316,8 @@ def test_remembered_forced_tokens_are_keyed_by_the_exact_matcher_state(make_llm)
 def test_a_walk_looks_up_forced_text_only_when_asked_past_a_token(make_llm, monkeypatch):
     from types import SimpleNamespace
 
-    import deepinfer.engine.draft_walk as draft_walk
-    from deepinfer.engine.jump_forward import ForcedText
+    import deepinfer.engine.speculation.draft_walk as draft_walk
+    from deepinfer.engine.speculation.jump_forward import ForcedText
     llm = make_llm(speculative=True)
     spec, tok = llm.engine.speculator, llm.engine.tokenizer
     compiled = llm.engine.compiler.compile_regex("(a|b) is forced here(x|y)+")
@@ -344,7 +344,7 @@ def test_forced_text_keys_stay_short_and_match_a_draft_that_became_output():
     """A state key spells out only the last KEY_TOKENS accepted tokens (O(1) in the output length),
     and a walked draft's key equals the key of the same tokens once they are output."""
     from types import SimpleNamespace
-    from deepinfer.engine.jump_forward import ForcedText
+    from deepinfer.engine.speculation.jump_forward import ForcedText
     n = ForcedText.KEY_TOKENS
     output = list(range(1000))
     seq = SimpleNamespace(matcher=SimpleNamespace(num_accepted=1003), output_token_ids=output)

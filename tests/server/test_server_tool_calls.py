@@ -143,7 +143,7 @@ def test_text_gate_streams_text_but_never_a_call():
     ("json", ['{"a": [1, 2.5e3, "x\\\\"]}', '{"a": }', "[]", "nul"]),
 ])
 def test_a_grammar_answer_keeps_its_language_when_composed(compiler, name, samples):
-    from deepinfer.constraints.grammar_library import load_library_grammar
+    from deepinfer.constraints.frontends.ebnf.library import load_library_grammar
 
     text, syntax = load_library_grammar(name, "lark")
     answer = ConstraintSpec("grammar", text, "ebnf", syntax=syntax)

@@ -10,7 +10,7 @@ parsed with Earley (earley.py), and masked by cached vectorized token runs
 from __future__ import annotations
 
 from .. import ir
-from ..dfa import Limits
+from ..regular.dfa import Limits
 from ..vocab import Vocabulary
 from .automaton import CfgAutomaton, CfgState
 from .lexemes import split_grammar

@@ -32,9 +32,9 @@ from .earley import Chart, Parser
 from .follow import follow_first_bytes
 from .lexemes import Bnf, lexeme_index
 from .heads import head_for, install_composed
-from .literal_runs import expr_literal
-from .scan import ScanCache
-from .state_masks import automaton_uid
+from .scan.literal_runs import expr_literal
+from .scan.cache import ScanCache
+from .scan.state_masks import automaton_uid
 from .threads import AT_START, HEAD, STUCK, Thread  # noqa: F401  (Thread: re-export)
 
 MAX_FORCED = 4096

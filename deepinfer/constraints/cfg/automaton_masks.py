@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..masks import or_ids
+from ..regular.masks import or_ids
 from ..vocab import Vocabulary
 from .earley import Chart
-from .literal_runs import literal_scope
-from .scan import MAX_ENTRIES, ROOT, ScanCache
-from .state_masks import recall, remember, state_key, state_masks
+from .scan.literal_runs import literal_scope
+from .scan.cache import MAX_ENTRIES, ROOT, ScanCache
+from .scan.state_masks import recall, remember, state_key, state_masks
 from .threads import HEAD, STUCK
 
 if TYPE_CHECKING:

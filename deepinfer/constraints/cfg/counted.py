@@ -21,7 +21,7 @@ import threading
 import numpy as np
 
 from .. import ir
-from ..dfa import Limits, determinize_expr
+from ..regular.dfa import Limits, determinize_expr
 from ..errors import ConstraintError
 
 MAX_COUNT = 1 << 16  # counts laid out at most (the DFA-state limit applies too)

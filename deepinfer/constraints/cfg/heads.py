@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import ir
-from ..ir_facts import FactsCache
-from ..dfa import Limits, determinize_expr
+from ..ir.facts import FactsCache
+from ..regular.dfa import Limits, determinize_expr
 from ..errors import ConstraintError
-from .literal_runs import MIN_LITERAL
+from .scan.literal_runs import MIN_LITERAL
 
 MAX_HEAD_NFA = 400          # heads are whitespace and punctuation; bigger ones are not shared
 _HEADS: dict = {}  # head or ("tail", expr) expression -> Head | None (IR nodes hash in O(1))

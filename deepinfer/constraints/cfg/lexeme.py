@@ -26,10 +26,10 @@ import threading
 import numpy as np
 
 from .. import ir
-from ..dfa import Limits, determinize, determinize_expr, literal_set_dfa
+from ..regular.dfa import Limits, determinize, determinize_expr, literal_set_dfa
 from ..errors import ConstraintError
-from ..gcpause import gc_paused
-from ..nfa import Nfa
+from ..regular.gcpause import gc_paused
+from ..regular.nfa import Nfa
 from .parts import composed_dfa
 
 EAGER_NFA_STATES = 4000  # bigger NFAs are determinized at compile time (limits fail the compile)

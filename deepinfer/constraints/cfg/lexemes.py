@@ -18,11 +18,11 @@ from dataclasses import dataclass
 
 
 from .. import ir
-from ..dfa import Limits, budget_clock
+from ..regular.dfa import Limits, budget_clock
 from ..errors import ConstraintError
-from ..ir_facts import FactsCache
-from ..nfa import build_nfa
-from . import lexeme_cache
+from ..ir.facts import FactsCache
+from ..regular.nfa import build_nfa
+from .scan import lexeme_cache
 from .lexeme import EAGER_NFA_STATES, Lexeme, analyze
 from .parts import split_parts
 from .recursion import nonregular_rules, unroll

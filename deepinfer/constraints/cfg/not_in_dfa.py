@@ -30,13 +30,13 @@ import threading
 import numpy as np
 
 from .. import ir
-from ..dfa import Limits, determinize_expr
+from ..regular.dfa import Limits, determinize_expr
 from ..errors import ConstraintError
-from ..gcpause import gc_paused
-from ..ir_ranges import SURROGATES
-from ..ir_facts import FactsCache
-from ..json_strings import ANY_CHAR, encode_codepoints, encode_expr
-from ..not_in import words_of
+from ..regular.gcpause import gc_paused
+from ..ir.ranges import SURROGATES
+from ..ir.facts import FactsCache
+from ..frontends.json.strings import ANY_CHAR, encode_codepoints, encode_expr
+from ..regular.not_in import words_of
 from .heads import plain
 
 _lock = threading.Lock()

@@ -28,10 +28,10 @@ from collections import OrderedDict
 import numpy as np
 
 from .. import ir
-from ..dfa import Limits, determinize_expr
+from ..regular.dfa import Limits, determinize_expr
 from ..errors import ConstraintError
-from ..gcpause import gc_paused
-from ..ir_facts import FactsCache
+from ..regular.gcpause import gc_paused
+from ..ir.facts import FactsCache
 from .heads import MAX_HEAD_NFA, plain, shared_head
 from .counted import counted_dfa
 from .not_in_dfa import not_in_rest_dfa
