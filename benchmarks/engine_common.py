@@ -1,6 +1,7 @@
 """Shared set-up for the engine benchmarks: the model, thread count, prompts, the transformers peer.
 
-Benchmarks are scripts, not tests: they print a table and the command that made it.
+Benchmarks are scripts, not tests: they print a table and the command that made it, and with
+`--json PATH` write the same results for `benchmarks/report.py`.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import platform
 import time
 
 import torch
+
+from result_json import add_json_argument
 
 EXTRACTION_SCHEMA = {
     "type": "object",
@@ -53,6 +56,7 @@ def parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--dtype", default="both", choices=["float32", "bfloat16", "both"])
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--no-peer", action="store_true", help="skip the transformers side")
+    add_json_argument(p)
     return p
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 
 from engine_common import EXTRACTION_SCHEMA, dtypes, extraction_prompt, model_dir, parser, setup, table
+from result_json import for_script
 
 
 def main() -> None:
@@ -61,8 +62,12 @@ def main() -> None:
                      f"{100 * (t_constrained - t_free) / t_free:+.1f}%", f"{mask_seconds[0]:.2f}",
                      f"{100 * mask_seconds[0] / t_free:.1f}%"])
         print(rows[-1], flush=True)
-    table(rows, ["dtype", "engine", "requests", "tokens", "unconstrained s", "constrained s", "overhead (wall)",
-                 "mask s", "mask / unconstrained"])
+    columns = ["dtype", "engine", "requests", "tokens", "unconstrained s", "constrained s", "overhead (wall)",
+               "mask s", "mask / unconstrained"]
+    table(rows, columns)
+    results = for_script(__file__, __doc__)
+    results.table("Constrained vs unconstrained decoding of the same tokens", columns, rows)
+    results.write(args.json)
 
 
 def instrument_mask() -> list[float]:

@@ -14,6 +14,7 @@ import time
 import torch
 
 from engine_common import dtypes, hf_model, model_dir, parser, setup, table
+from result_json import for_script
 
 PROMPT = [{"role": "user", "content": "Write a short story about a lighthouse keeper and a cat."}]
 
@@ -61,7 +62,11 @@ def main() -> None:
                          f"{ttft * 1000:.0f}"])
             print(rows[-1], flush=True)
     rows += llama_cpp(args)
-    table(rows, ["engine", "dtype", "decode tok/s", "TTFT ms"])
+    columns = ["engine", "dtype", "decode tok/s", "TTFT ms"]
+    table(rows, columns)
+    results = for_script(__file__, __doc__)
+    results.table("Single-stream decode", columns, rows)
+    results.write(args.json)
 
 
 def llama_cpp(args) -> list[list]:

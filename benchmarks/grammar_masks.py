@@ -10,7 +10,8 @@ what later requests on the same vocabulary see). deepinfer starts every grammar 
 (it computes masks lazily; xgrammar precomputes at compile time, llguidance is
 lazy too). xgrammar gets the GBNF file, or our IR printed as EBNF when a grammar
 ships in lark syntax only; llguidance gets the lark file (or the GBNF file).
-Prints a Markdown table.
+Prints a Markdown table; `--json PATH` writes it and the per-token time distributions
+for benchmarks/report.py.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from result_json import add_json_argument, for_script
 
 SAMPLES = {
     "json": [
@@ -158,11 +161,18 @@ def measure(engine, compile_args, sequences):
     return compile_s, first_s, times, warm, steps
 
 
-def main() -> None:
+COLUMNS = ["grammar", "engine", "compile ms", "first mask ms", "per-token p50 ms", "p99 ms", "again: p50 ms",
+           "p99 ms", "tokens"]
+
+
+def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tokenizer", type=Path, default=default_tokenizer())
+    parser.add_argument("--tokenizer", type=Path, default=None)
     parser.add_argument("--vocab-size", type=int, default=129_280)
-    args = parser.parse_args()
+    parser.add_argument("--grammars", nargs="+", metavar="NAME", default=None,
+                        help="only these shipped grammars (default: all)")
+    add_json_argument(parser)
+    args = parser.parse_args(argv)
 
     from tokenizers import Tokenizer
 
@@ -170,14 +180,17 @@ def main() -> None:
     from deepinfer.constraints.frontends.ebnf import lower_grammar
     from deepinfer.constraints.frontends.ebnf.library import available_grammars
 
-    vocab = Vocabulary.from_tokenizer_json(args.tokenizer, args.vocab_size)
-    tokenizer = Tokenizer.from_file(str(args.tokenizer))
+    tokenizer_path = args.tokenizer or default_tokenizer()
+    vocab = Vocabulary.from_tokenizer_json(tokenizer_path, args.vocab_size)
+    tokenizer = Tokenizer.from_file(str(tokenizer_path))
     eos = min(vocab.eos_ids)
-    engines = [Deepinfer(vocab), Xgrammar(vocab), Llguidance(args.tokenizer, vocab)]
-    print("| grammar | engine | compile ms | first mask ms | per-token p50 ms | p99 ms "
-          "| again: p50 ms | p99 ms | tokens |")
+    engines = [Deepinfer(vocab), Xgrammar(vocab), Llguidance(tokenizer_path, vocab)]
+    grammars = {name: files for name, files in available_grammars().items()
+                if args.grammars is None or name in args.grammars}
+    print("| " + " | ".join(COLUMNS) + " |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
-    for name, files in available_grammars().items():
+    rows, steps = [], {}
+    for name, files in grammars.items():
         sequences = [tokenizer.encode(s, add_special_tokens=False).ids + [eos] for s in SAMPLES[name]]
         for syntax, path in sorted(files.items()):
             text = path.read_text(encoding="utf-8")
@@ -190,16 +203,25 @@ def main() -> None:
                      (engines[1], xgr_args, "" if syntax == "gbnf" else " (IR as EBNF)"),
                      (engines[2], (text, syntax), "")]
             for engine, compile_args, note in plans:
+                label = f"{name}.{path.suffix[1:]}"
                 try:
-                    compile_s, first_s, times, warm, steps = measure(engine, compile_args, sequences)
+                    compile_s, first_s, times, warm, count = measure(engine, compile_args, sequences)
                 except Exception as exc:  # a peer that rejects the grammar
-                    print(f"| {name}.{path.suffix[1:]} | {engine.name}{note} | failed: "
-                          f"{str(exc).splitlines()[0][:60]} | | | | | | |")
-                    continue
-                total = sum(len(s) for s in sequences)
-                print(f"| {name}.{path.suffix[1:]} | {engine.name}{note} | {compile_s * 1e3:.1f} | "
-                      f"{first_s * 1e3:.1f} | {pct(times, 50):.3f} | {pct(times, 99):.3f} | "
-                      f"{pct(warm, 50):.3f} | {pct(warm, 99):.3f} | {steps}/{total} |", flush=True)
+                    row = [label, engine.name + note, f"failed: {str(exc).splitlines()[0][:60]}", *[""] * 6]
+                else:
+                    total = sum(len(s) for s in sequences)
+                    row = [label, engine.name + note, f"{compile_s * 1e3:.1f}", f"{first_s * 1e3:.1f}",
+                           f"{pct(times, 50):.3f}", f"{pct(times, 99):.3f}", f"{pct(warm, 50):.3f}",
+                           f"{pct(warm, 99):.3f}", f"{count}/{total}"]
+                    steps.setdefault(engine.name, []).extend(x * 1e6 for x in times)
+                    steps.setdefault(f"{engine.name}, again", []).extend(x * 1e6 for x in warm)
+                rows.append(row)
+                print("| " + " | ".join(row) + " |", flush=True)
+    results = for_script(__file__, __doc__)
+    results.table(f"Grammar compile and per-token times ({vocab.size:,} logits)", COLUMNS, rows)
+    for engine_name, values in sorted(steps.items()):
+        results.distribution(engine_name, values, "us")
+    results.write(args.json)
 
 
 if __name__ == "__main__":

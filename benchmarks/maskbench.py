@@ -24,6 +24,9 @@ import signal
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from result_json import add_json_argument, for_script  # noqa: E402
+
 
 class _Timeout(Exception):
     pass
@@ -97,6 +100,19 @@ def pct(values, p):
     return values[min(int(len(values) * p / 100), len(values) - 1)] if values else float("nan")
 
 
+def write_results(path: str | None, cases: int, totals: dict, ttfm: list[float], tbm: list[float]) -> None:
+    """The run's summary as a table, and its TTFM and TBM distributions, for benchmarks/report.py."""
+    results = for_script(__file__, __doc__)
+    rows = [["cases", cases], *([key.replace("_", " "), value] for key, value in totals.items())]
+    rows += [[f"TTFM p{p} (ms)", round(pct(ttfm, p), 2)] for p in (50, 90, 99)]
+    rows += [[f"TBM p{p} (us)", round(pct(tbm, p), 1)] for p in (50, 99, 99.9)]
+    rows += [["tokens (TBM samples)", len(tbm)]]
+    results.table("deepinfer on MaskBench-format cases", ["metric", "deepinfer"], rows)
+    results.distribution("deepinfer TBM", tbm, "us")
+    results.distribution("deepinfer TTFM", [x * 1e3 for x in ttfm], "us")
+    results.write(path)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cases", required=True, help="folder of case files (or a glob)")
@@ -104,6 +120,7 @@ def main(argv=None) -> int:
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--timeout", type=float, default=30.0, help="seconds per case (compile + tests)")
     ap.add_argument("--jsonl", default=None, help="write one record per case here")
+    add_json_argument(ap)
     args = ap.parse_args(argv)
 
     from deepinfer.constraints import GrammarCompiler
@@ -143,6 +160,7 @@ def main(argv=None) -> int:
     print(f"cases {len(files)}: " + ", ".join(f"{k} {v}" for k, v in totals.items()))
     print(f"TTFM p50 {pct(ttfm, 50):.2f} ms, p90 {pct(ttfm, 90):.2f} ms; "
           f"TBM p50 {pct(tbm, 50):.1f} us, p99 {pct(tbm, 99):.1f} us ({len(tbm)} tokens)")
+    write_results(args.json, len(files), totals, ttfm, tbm)
     return 0 if totals["invalidation_error"] == 0 else 1
 
 

@@ -28,6 +28,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from maskbench import load_tokenizer  # noqa: E402
+from result_json import add_json_argument, for_script  # noqa: E402
 
 SCALARS = [None, True, False, 0, -1, 1, 2.5, -0.5, 10**12, "", "x", "hello world", "2020-01-01", "a" * 300,
            [], {}, "\u00e9\u65e5"]
@@ -128,6 +129,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seconds", type=float, default=2.0, help="fuzzing time per case")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--limit", type=int, default=0)
+    add_json_argument(ap)
     args = ap.parse_args(argv)
 
     tokenizer, vocab, eos = load_tokenizer(args.tokenizer)
@@ -174,6 +176,10 @@ def main(argv=None) -> int:
                     stats["unsound"] += 1
                     print(f"GENERATED INVALID {os.path.basename(file)}: {text[:300]!r}", flush=True)
     print(json.dumps(stats))
+    results = for_script(__file__, __doc__)
+    results.table("Mask soundness fuzz", ["cases fuzzed", "invalid mutants checked", "walks finished", "unsound"],
+                  [[stats["cases"], stats["invalid_mutants"], stats["walks_finished"], stats["unsound"]]])
+    results.write(args.json)
     return 1 if stats["unsound"] else 0
 
 

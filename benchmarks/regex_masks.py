@@ -8,7 +8,8 @@ cache; outlines-core builds its whole Index eagerly), time to first mask
 accept the token) p50/p99 along the canonical tokenization of sample strings,
 ending with eos: for deepinfer on the first pass (masks computed lazily on the
 way) and with every mask cached (five more passes); outlines-core over five
-passes. Prints a Markdown table.
+passes. Prints Markdown tables; `--json PATH` writes them and the per-token time
+distributions for benchmarks/report.py.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from result_json import add_json_argument, for_script
 
 WORDS = (
     "the of and to in is you that it he was for on are as with his they at be this have from or "
@@ -146,10 +149,20 @@ def ovocab_words(ovocab) -> int:
     return _WORDS[id(ovocab)]
 
 
+TIMES_COLUMNS = ["regex", "deepinfer compile ms", "deepinfer TTFM ms", "deepinfer per token, first pass, p50 / p99 us",
+                 "deepinfer per token, masks cached, p50 / p99 us", "outlines-core compile ms", "outlines-core TTFM ms",
+                 "outlines-core per token p50 / p99 us"]
+STATE_COLUMNS = ["regex", "DFA states", "median ms", "p90 ms", "max ms", "all states ms"]
+STEP_NAMES = ("deepinfer, first pass", "deepinfer, masks cached", "outlines-core")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tokenizer", type=Path, default=None)
     parser.add_argument("--vocab-size", type=int, default=129_280)
+    parser.add_argument("--only", action="append", metavar="NAME", choices=[name for name, _, _ in CASES],
+                        help="run only this regex (repeatable; default: all)")
+    add_json_argument(parser)
     args = parser.parse_args(argv)
     from tokenizers import Tokenizer
 
@@ -168,33 +181,46 @@ def main(argv=None) -> int:
     _WORDS[id(ovocab)] = vocab.words
     bench_ours(vocab, r"warm[a-z]+up", [[]])  # warm up both (imports, first numpy/Rust calls)
     bench_outlines(ovocab, r"warm[a-z]+up", [], eos)
+    cases = [case for case in CASES if not args.only or case[0] in args.only]
     print(f"vocabulary: {path} ({vocab.size} logits)\n")
-    print("| regex | deepinfer compile ms | deepinfer TTFM ms | deepinfer per token, first pass, "
-          "p50 / p99 us | deepinfer per token, masks cached, p50 / p99 us "
-          "| outlines-core compile ms | outlines-core TTFM ms | outlines-core per token p50 / p99 us |")
+    print("| " + " | ".join(TIMES_COLUMNS) + " |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for name, pattern, samples in CASES:
+    rows, steps_by_engine = [], {name: [] for name in STEP_NAMES}
+    for name, pattern, samples in cases:
         for s in samples:
             assert re.fullmatch(pattern, s), (name, s)
         token_lists = [tokenizer.encode(s, add_special_tokens=False).ids for s in samples]
         ours = bench_ours(vocab, pattern, token_lists)
         theirs = bench_outlines(ovocab, pattern, token_lists, eos)
         cells = []
+        walks_seen = []
         for compile_s, ttfm_s, *walks in (ours, theirs):
             cells += [f"{compile_s * 1e3:.1f}", f"{ttfm_s * 1e3:.1f}"]
             for steps, refused in walks:
+                walks_seen.append(steps)
                 note = f" ({refused} refused)" if refused else ""
                 cells.append(f"{percentile(steps, 50) * 1e6:.0f} / "
                              f"{percentile(steps, 99) * 1e6:.0f}{note}")
+        for engine, steps in zip(STEP_NAMES, walks_seen):
+            steps_by_engine[engine] += [x * 1e6 for x in steps]
+        rows.append([name, *cells])
         print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
     print("\nCPU time (process time, robust to a loaded machine) to compute the mask of each DFA")
     print("state the first time, deepinfer, cold cache per regex:\n")
-    print("| regex | DFA states | median ms | p90 ms | max ms | all states ms |")
+    print("| " + " | ".join(STATE_COLUMNS) + " |")
     print("|---|---:|---:|---:|---:|---:|")
-    for name, pattern, _ in CASES:
+    state_rows = []
+    for name, pattern, _ in cases:
         costs = state_costs(vocab, pattern)
-        print(f"| {name} | {costs.size} | {np.median(costs):.2f} | {np.percentile(costs, 90):.2f} "
-              f"| {costs.max():.2f} | {costs.sum():.1f} |", flush=True)
+        state_rows.append([name, costs.size, f"{np.median(costs):.2f}", f"{np.percentile(costs, 90):.2f}",
+                           f"{costs.max():.2f}", f"{costs.sum():.1f}"])
+        print("| " + " | ".join(str(x) for x in state_rows[-1]) + " |", flush=True)
+    results = for_script(__file__, __doc__)
+    results.table(f"Regex compile and per-token times ({vocab.size:,} logits)", TIMES_COLUMNS, rows)
+    results.table("CPU time of each DFA state's first mask (deepinfer)", STATE_COLUMNS, state_rows)
+    for engine, steps in steps_by_engine.items():
+        results.distribution(engine, steps, "us")
+    results.write(args.json)
     return 0
 
 
