@@ -101,7 +101,7 @@ def pct(values, p):
 
 
 def write_results(path: str | None, cases: int, totals: dict, ttfm: list[float], tbm: list[float]) -> None:
-    """The run's summary as a table, and its TTFM and TBM distributions, for benchmarks/report.py."""
+    """The run's summary as a table, and its TBM distribution, for benchmarks/report.py."""
     results = for_script(__file__, __doc__)
     rows = [["cases", cases], *([key.replace("_", " "), value] for key, value in totals.items())]
     rows += [[f"TTFM p{p} (ms)", round(pct(ttfm, p), 2)] for p in (50, 90, 99)]
@@ -109,7 +109,6 @@ def write_results(path: str | None, cases: int, totals: dict, ttfm: list[float],
     rows += [["tokens (TBM samples)", len(tbm)]]
     results.table("deepinfer on MaskBench-format cases", ["metric", "deepinfer"], rows)
     results.distribution("deepinfer TBM", tbm, "us")
-    results.distribution("deepinfer TTFM", [x * 1e3 for x in ttfm], "us")
     results.write(path)
 
 

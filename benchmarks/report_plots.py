@@ -1,0 +1,76 @@
+"""The plots of the benchmark report: tokens/s against concurrency, and per-step time distributions.
+
+Inputs are result documents in result_json's format; outputs are PNG files. matplotlib runs
+headless (Agg) and the PNGs carry no timestamp, so an unchanged input gives the same image.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import NullFormatter, ScalarFormatter  # noqa: E402
+
+PNG_METADATA = {"Software": None}  # no matplotlib version or date in the file
+
+
+def throughput_plot(document: dict, out: Path) -> Path | None:
+    """One line per engine row: generated tokens/s against the number of concurrent requests."""
+    series = document.get("series") or []
+    if not series:
+        return None
+    fig, ax = plt.subplots(figsize=(8, 4.8))
+    for line in series:
+        xs, ys = zip(*line["points"])
+        ax.plot(xs, ys, marker="o", label=_short(line["name"]))
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(sorted({x for line in series for x, _ in line["points"]}))
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel(series[0]["x_label"])
+    ax.set_ylabel(series[0]["y_label"])
+    ax.set_title(document.get("title", document["benchmark"]), fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, loc="best")
+    return _save(fig, out)
+
+
+def distribution_plot(document: dict, out: Path) -> Path | None:
+    """Cumulative distribution of every per-step time distribution, log time axis."""
+    distributions = document.get("distributions") or []
+    if not distributions:
+        return None
+    fig, ax = plt.subplots(figsize=(8, 4.8))
+    for dist in distributions:
+        qs, values = zip(*dist["quantiles"])
+        positive = [(v, q / 100) for q, v in zip(qs, values) if v > 0]
+        if positive:
+            later = any(word in dist["name"] for word in ("again", "cached"))  # a second pass over the same text
+            ax.step(*zip(*positive), where="post", linestyle="--" if later else "-",
+                    label=f"{dist['name']} (n={dist['count']:,})")
+    ax.set_xscale("log")
+    ax.set_xlabel(f"time per step ({distributions[0]['unit']})")
+    ax.set_ylabel("fraction of steps at or below")
+    ax.set_ylim(0, 1.01)
+    ax.set_title(document.get("title", document["benchmark"]), fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+    return _save(fig, out)
+
+
+def _short(name: str) -> str:
+    for long, short in (("invariant", "inv"), ("prefix cache", "prefix"), ("jump-forward", "jf"),
+                        ("speculative", "spec")):
+        name = name.replace(long, short)
+    return name
+
+
+def _save(fig, out: Path) -> Path:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110, metadata=PNG_METADATA)
+    plt.close(fig)
+    return out
