@@ -30,12 +30,17 @@ class RequestStatus(enum.Enum):
     FINISHED = "finished"
 
 
+CONSTRAINT_FIELDS = ("json_schema", "regex", "grammar", "grammar_ir")
+
+
 @dataclass
 class SamplingParams:
     """How to sample one prompt's completion(s). Defaults follow the OpenAI API.
 
-    At most one constraint: `json_schema` (dict or JSON text), `regex`, or
-    `grammar` (text in `grammar_syntax`: "lark" or "gbnf").
+    At most one constraint: `json_schema` (dict or JSON text), `regex`,
+    `grammar` (text in `grammar_syntax`: "lark" or "gbnf"), or `grammar_ir`: an
+    `ir.Grammar` (e.g. built by `deepinfer.constraints.compose`), which the
+    engine compiles with `GrammarCompiler.compile_ir`.
     `seed=None` draws a fresh seed per request; a fixed seed makes the output a
     pure function of (prompt, params) whatever else the engine is running.
     """
@@ -62,6 +67,7 @@ class SamplingParams:
     regex: str | None = None
     grammar: str | None = None
     grammar_syntax: str = "lark"
+    grammar_ir: Any = None
     json_whitespace: str | None = None  # passed to the JSON Schema compiler when given
 
     def __post_init__(self) -> None:
@@ -87,7 +93,7 @@ class SamplingParams:
         for ok, message in checks:
             if not ok:
                 raise UserError(f"SamplingParams: {message}")
-        given = [name for name in ("json_schema", "regex", "grammar") if getattr(self, name) is not None]
+        given = [name for name in CONSTRAINT_FIELDS if getattr(self, name) is not None]
         if len(given) > 1:
             raise UserError(f"SamplingParams: give at most one constraint, got {' and '.join(given)}")
         if isinstance(self.json_schema, str):
@@ -95,6 +101,10 @@ class SamplingParams:
                 self.json_schema = json.loads(self.json_schema)
             except json.JSONDecodeError as exc:
                 raise UserError(f"SamplingParams: json_schema is not valid JSON: {exc}") from None
+        grammar = self.grammar_ir
+        if grammar is not None and not (hasattr(grammar, "rules") and hasattr(grammar, "start")):
+            raise UserError("SamplingParams: grammar_ir must be an ir.Grammar (deepinfer.constraints.ir), "
+                            f"not {type(grammar).__name__}")
 
     @property
     def greedy(self) -> bool:
@@ -103,7 +113,7 @@ class SamplingParams:
     @property
     def constraint(self) -> tuple[str, Any] | None:
         """(kind, spec) of the constraint, or None."""
-        for kind in ("json_schema", "regex", "grammar"):
+        for kind in CONSTRAINT_FIELDS:
             if getattr(self, kind) is not None:
                 return kind, getattr(self, kind)
         return None

@@ -48,6 +48,8 @@ class ConstraintService:
                 return self.compiler.compile_json_schema(spec, **options)
             if kind == "regex":
                 return self.compiler.compile_regex(spec)
+            if kind == "grammar_ir":
+                return self.compiler.compile_ir(spec)
             return self.compiler.compile_grammar(spec, syntax=params.grammar_syntax)
         except Exception:
             self.num_errors += 1

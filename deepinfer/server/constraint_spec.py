@@ -16,14 +16,14 @@ from typing import Any, Literal
 
 from deepinfer.server.errors import bad_request
 
-Kind = Literal["json_schema", "regex", "grammar"]
+Kind = Literal["json_schema", "regex", "grammar", "ir"]
 
 _REGEX_SPECIALS = set(".^$*+?{}[]\\|()")
 
 
 @dataclass(frozen=True)
 class ConstraintSpec:
-    """What to compile: a JSON Schema (dict), a regex or a grammar text."""
+    """What to compile: a JSON Schema (dict), a regex, a grammar text or a composed IR grammar."""
 
     kind: Kind
     value: Any

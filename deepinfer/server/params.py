@@ -29,6 +29,8 @@ def _constraint_kwargs(job: Job) -> dict:
         return {"json_schema": spec.value, **options}
     if spec.kind == "regex":
         return {"regex": spec.value}
+    if spec.kind == "ir":
+        return {"grammar_ir": spec.value}
     return {"grammar": spec.value, "grammar_syntax": spec.syntax}
 
 

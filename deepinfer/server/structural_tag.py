@@ -10,7 +10,9 @@ free text again. Two spellings are accepted:
   "stop_after_first"}`. Other `format` types are a 400 naming them.
 
 Every `begin` must start with a trigger (otherwise the structure could never
-be entered); schemas are compiled strictly (fail closed).
+be entered); schemas are compiled strictly (fail closed). The grammar itself
+is composed by `deepinfer.constraints.compose.triggered_tags`; this module
+reads the request's spelling and names the field of every refusal.
 """
 
 from __future__ import annotations
@@ -18,11 +20,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from deepinfer.constraints import ir
+from deepinfer.constraints import compose
 from deepinfer.constraints.errors import ConstraintError
 from deepinfer.server.constraint_spec import ConstraintSpec
 from deepinfer.server.errors import bad_request
-from deepinfer.server.grammar_compose import Composer, lower_json_schema, text_without
+from deepinfer.server.validation import check_schema
 
 
 @dataclass(frozen=True)
@@ -78,13 +80,10 @@ def _triggered_tags(obj: dict, source: str):
 
 def build(tags: list[Tag], triggers: list[str], source: str, whitespace: str | None,
           at_least_one: bool = False, stop_after_first: bool = False) -> ConstraintSpec:
-    from deepinfer.server.validation import check_schema
-
     if any(t == "" for t in triggers):
         raise bad_request(f"'{source}': triggers must not be empty strings", param=f"{source}.triggers")
-    comp = Composer()
     structures = []
-    for i, tag in enumerate(tags):
+    for tag in tags:
         if not any(tag.begin.startswith(t) for t in triggers):
             raise bad_request(f"'{tag.source}.begin' {tag.begin!r} does not start with any trigger "
                               f"({', '.join(map(repr, triggers))}), so it could never be generated",
@@ -92,14 +91,10 @@ def build(tags: list[Tag], triggers: list[str], source: str, whitespace: str | N
         spec = ConstraintSpec("json_schema", tag.schema, f"{tag.source}.schema")
         check_schema(spec)
         try:
-            body = comp.add(lower_json_schema(tag.schema, whitespace), f"s{i}")
+            body = compose.json_schema(tag.schema, whitespace)
         except ConstraintError as exc:
             raise bad_request(f"'{spec.source}': {exc}", param=spec.source, code="invalid_constraint") from None
-        structures.append(ir.seq(ir.literal(tag.begin), body, ir.literal(tag.end)))
-    text = comp.rule("text", text_without(triggers))
-    tagged = comp.rule("tagged", ir.alt(*structures))
-    if stop_after_first:  # one structure at most (exactly one with at_least_one), then the output ends
-        root = ir.seq(text, tagged) if at_least_one else ir.seq(text, ir.optional(tagged))
-    else:
-        root = ir.seq(text, ir.repeat(ir.seq(tagged, text), 1 if at_least_one else 0))
-    return ConstraintSpec("grammar", comp.text(root), source, syntax="gbnf")
+        structures.append(compose.TaggedStructure(tag.begin, body, tag.end))
+    grammar = compose.triggered_tags(structures, triggers, at_least_one=at_least_one,
+                                     stop_after_first=stop_after_first)
+    return ConstraintSpec("ir", grammar, source)

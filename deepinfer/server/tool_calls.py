@@ -17,9 +17,12 @@ one or more of them when parallel calls are allowed; a named tool is called
 exactly once.
 
 Every call's `arguments` are generated under its tool's `parameters` schema,
-so whenever the model opens a call, what follows is a valid call. The tool-call
-format of the model's own chat template is not detected: this one is used for
-every model. Knows nothing about HTTP; errors are `APIError`s naming the field.
+compiled as that schema is in `response_format` (fail closed: a keyword the
+compiler cannot enforce is a 400, whatever the tool's `strict` says), so
+whenever the model opens a call, what follows is a valid call. The grammar is
+composed by `deepinfer.constraints.compose.tool_calls`. The tool-call format of
+the model's own chat template is not detected: this one is used for every
+model. Knows nothing about HTTP; errors are `APIError`s naming the field.
 """
 
 from __future__ import annotations
@@ -28,31 +31,16 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from deepinfer.constraints import ir
+from deepinfer.constraints import compose
+from deepinfer.constraints.compose import HERMES, CallFormat
 from deepinfer.constraints.errors import ConstraintError
-from deepinfer.server.constraint_spec import ConstraintSpec, ToolDecl
-from deepinfer.server.errors import bad_request
-from deepinfer.server.grammar_compose import Composer, lower_json_schema, lower_spec, text_without
+from deepinfer.server.constraint_spec import ConstraintSpec, ToolDecl, single_constraint
+from deepinfer.server.errors import APIError, bad_request
+from deepinfer.server.validation import check_schema
 
 
-@dataclass(frozen=True)
-class ToolCallFormat:
-    """How calls are spelled: `prefix {"name": N, "arguments": A} suffix`, joined by `separator`."""
-
-    trigger: str
-    prefix: str
-    suffix: str
-    separator: str
-
-
-HERMES = ToolCallFormat(trigger="<tool_call>", prefix="<tool_call>\n", suffix="\n</tool_call>", separator="\n")
-# A forced call needs no opener to tell it from text: a bare JSON object (fewer tokens); several
-# calls (parallel) are a JSON array of them, which models close readily after the last call.
-BARE = ToolCallFormat(trigger="", prefix="", suffix="", separator=",")
-
-
-def call_format(tool_mode: str) -> ToolCallFormat:
-    return BARE if tool_mode == "forced" else HERMES
+def call_format(tool_mode: str) -> CallFormat:
+    return compose.call_format(forced=tool_mode == "forced")
 
 
 def find_tool(tools: list[ToolDecl], name: str, source: str) -> ToolDecl:
@@ -64,13 +52,12 @@ def find_tool(tools: list[ToolDecl], name: str, source: str) -> ToolDecl:
                       param=source)
 
 
-def _lower_tool(tool: ToolDecl, index: int, strict: bool, whitespace: str | None) -> ir.Grammar:
-    from deepinfer.server.validation import check_schema
-
+def _tool_arguments(tool: ToolDecl, index: int, whitespace: str | None) -> compose.ToolArguments:
+    """A tool's arguments grammar, compiled as its schema would be in `response_format`."""
     source = tool.source or f"tools[{index}]"
     check_schema(ConstraintSpec("json_schema", tool.parameters, source))
     try:
-        return lower_json_schema(tool.parameters, whitespace, strict=strict)
+        return compose.ToolArguments(tool.name, compose.json_schema(tool.parameters, whitespace))
     except ConstraintError as exc:
         raise bad_request(f"'{source}': {exc}", param=source, code="invalid_constraint") from None
 
@@ -78,39 +65,20 @@ def _lower_tool(tool: ToolDecl, index: int, strict: bool, whitespace: str | None
 def tool_call_constraint(tools: list[ToolDecl], *, forced: bool, named: str | None, parallel: bool,
                          answer: ConstraintSpec | None = None, whitespace: str | None = None,
                          source: str = "tools") -> ConstraintSpec:
-    """The grammar of this request's output when tools may (or must) be called."""
-    fmt = call_format("forced" if forced else "auto")
+    """The constraint of this request's output when tools may (or must) be called."""
     if named is not None:
         tools, parallel = [find_tool(tools, named, "tool_choice")], False
-    comp = Composer()
-    calls = []
-    for i, tool in enumerate(tools):
-        # A strict tool (or any forced call) fails closed on a keyword the compiler cannot
-        # enforce; a non-strict tool called on the model's own initiative skips it (noted).
-        args = comp.add(_lower_tool(tool, i, forced or tool.strict, whitespace), f"t{i}")
-        gap = "" if whitespace == "compact" else " "  # the server's JSON whitespace mode
-        head = f'{fmt.prefix}{{"name":{gap}{json.dumps(tool.name)},{gap}"arguments":{gap}'
-        calls.append(ir.seq(ir.literal(head), args, ir.literal("}" + fmt.suffix)))
-    call = comp.rule("call", ir.alt(*calls))
-    if not parallel:
-        many = call
-    elif fmt.trigger:
-        many = ir.seq(call, ir.repeat(ir.seq(ir.literal(fmt.separator), call)))
-    else:
-        more = ir.repeat(ir.seq(ir.literal(fmt.separator), ir.optional(ir.literal(" ")), call))
-        many = ir.seq(ir.literal("["), call, more, ir.literal("]"))
-    if forced:
-        root = many
-    elif answer is None:
-        root = ir.seq(comp.rule("text", text_without([fmt.trigger])), ir.optional(many))
-    else:
+    arguments = [_tool_arguments(tool, i, whitespace) for i, tool in enumerate(tools)]
+    lowered = None
+    if answer is not None and not forced:
         try:
-            lowered = lower_spec(answer.kind, answer.value, answer.syntax, whitespace)
+            lowered = compose.lower(answer.kind, answer.value, answer.syntax, whitespace)
         except ConstraintError as exc:
             raise bad_request(f"'{answer.source}': {exc}", param=answer.source, code="invalid_constraint") from None
-        root = ir.alt(comp.add(lowered, "answer"), many)
+    grammar = compose.tool_calls(arguments, forced=forced, parallel=parallel, answer=lowered,
+                                 whitespace=whitespace)
     what = "tool_choice" if forced else (f"tools + {answer.source}" if answer else source)
-    return ConstraintSpec("grammar", comp.text(root), what, syntax="gbnf")
+    return ConstraintSpec("ir", grammar, what)
 
 
 @dataclass
@@ -119,7 +87,7 @@ class ParsedCalls:
     calls: list[tuple[str, dict[str, Any]]]
 
 
-def parse_tool_calls(text: str, tools: list[ToolDecl], fmt: ToolCallFormat = HERMES,
+def parse_tool_calls(text: str, tools: list[ToolDecl], fmt: CallFormat = HERMES,
                      partial: bool = False) -> ParsedCalls | None:
     """The calls in generated text: None if there are none or they do not parse.
 
@@ -202,9 +170,6 @@ def request_constraint(candidates: list[ConstraintSpec], tools: list[ToolDecl], 
     A forced call plus another constraint is two constraints (a 400); `auto`
     combines: the answer follows the other constraint, or the model calls a tool.
     """
-    from deepinfer.server.constraint_spec import single_constraint
-    from deepinfer.server.validation import check_schema
-
     if mode != "none":
         names = [t.name for t in tools]
         twice = sorted({n for n in names if names.count(n) > 1})
@@ -229,8 +194,6 @@ def resolve_tool_calls(job, result) -> None:
     A choice cut off by max_tokens (or a stop sequence) keeps the calls it completed
     (its finish reason stays); the cut-off call is dropped.
     """
-    from deepinfer.server.errors import APIError
-
     if result.resolved or job.tool_mode == "none" or result.finish_reason not in ("stop", "length", None):
         return
     result.resolved = True
@@ -251,7 +214,7 @@ class TextGate:
     Once the opener appears, the rest is call text, sent parsed at the end.
     """
 
-    def __init__(self, fmt: ToolCallFormat = HERMES) -> None:  # BARE (forced calls): nothing is text
+    def __init__(self, fmt: CallFormat = HERMES) -> None:  # BARE (forced calls): nothing is text
         self.trigger = fmt.trigger
         self.text = ""
         self.sent = 0

@@ -47,7 +47,15 @@ def compile_spec(compiler: Any, spec: ConstraintSpec, json_whitespace: str | Non
         return compiler.compile_json_schema(spec.value, **options)
     if spec.kind == "regex":
         return compiler.compile_regex(spec.value)
+    if spec.kind == "ir":  # composed by deepinfer.constraints.compose
+        return compiler.compile_ir(spec.value)
     return compiler.compile_grammar(spec.value, syntax=spec.syntax)
+
+
+def refusal_key(spec: ConstraintSpec) -> str:
+    """The constraint's value as text: JSON, or a composed grammar as its printed rules (what
+    GrammarCompiler.compile_ir keys its cache by)."""
+    return str(spec.value) if spec.kind == "ir" else json.dumps(spec.value, sort_keys=True)
 
 
 class ConstraintValidator:
@@ -72,7 +80,7 @@ class ConstraintValidator:
             raise bad_request(f"'{spec.source}': this server has no constraint compiler, so the "
                               "constraint cannot be enforced", param=spec.source, code="constraint_unsupported")
         check_schema(spec)
-        key = (spec.kind, spec.syntax, json.dumps(spec.value, sort_keys=True))
+        key = (spec.kind, spec.syntax, refusal_key(spec))
         refused = self._refused.get(key)
         if refused is None:
             refused = await self._compile(spec)

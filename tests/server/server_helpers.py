@@ -21,7 +21,10 @@ def engine_state(engine, **config):
 
 
 def accepts(compiler, spec, text: str) -> bool:
-    """Whether a grammar ConstraintSpec's language contains `text` (walks the compiled automaton)."""
-    automaton = compiler.compile_grammar(spec.value, syntax=spec.syntax).automaton
+    """Whether a grammar or composed (IR) ConstraintSpec's language contains `text` (walks the
+    compiled automaton)."""
+    compiled = (compiler.compile_ir(spec.value) if spec.kind == "ir"
+                else compiler.compile_grammar(spec.value, syntax=spec.syntax))
+    automaton = compiled.automaton
     state = automaton.advance_bytes(automaton.initial_state(), text.encode())
     return state is not None and automaton.is_accepting(state)

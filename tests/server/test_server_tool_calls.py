@@ -73,7 +73,7 @@ def test_forced_calls_are_a_bare_object_or_an_array(compiler):
 
 def test_forced_parse_and_cut_off_calls():
     from deepinfer.server.job import ChoiceResult, Job, Sampling
-    from deepinfer.server.tool_calls import BARE
+    from deepinfer.constraints.compose import BARE
 
     two = "[" + bare("get_time", {"zone": "CET"}) + ", " + bare("get_weather", {"city": "Oslo"})
     assert parse_tool_calls(two + "]", [WEATHER, TIME], BARE).calls == [("get_time", {"zone": "CET"}),
@@ -125,7 +125,7 @@ def test_parse_calls_with_leading_text():
 def test_text_gate_streams_text_but_never_a_call():
     from deepinfer.server.tool_calls import TextGate
 
-    from deepinfer.server.tool_calls import BARE
+    from deepinfer.constraints.compose import BARE
 
     forced = TextGate(BARE)
     assert forced.push('{"name"') == "" and forced.finish(False) == '{"name"'
