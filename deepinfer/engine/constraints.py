@@ -11,7 +11,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from deepinfer.constraints import GrammarCompiler, Matcher, Vocabulary
+from deepinfer.constraints import GrammarCompiler, Vocabulary
 from deepinfer.types import SamplingParams
 
 
@@ -57,10 +57,6 @@ class ConstraintService:
         finally:
             self.compile_seconds += time.perf_counter() - start
             self.num_compiled += 1
-
-    @staticmethod
-    def matcher(compiled) -> Matcher:
-        return Matcher(compiled)
 
     def shutdown(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

@@ -2,8 +2,9 @@
 
     step = schedule -> prepare -> forward -> mask -> sample -> advance -> postprocess
 
-The constraint system hooks in at two points only: the bitmask before sampling
-(`verify.sample_rows`) and `Matcher.accept_token` after it (`output.append_token`).
+The constraint system hooks in at two points only, both through `guided.py`: the bitmask
+before sampling (`verify.sample_rows`) and advancing by the sampled token after it
+(`output.append_token`); jump-forward and draft walks ride on the same functions.
 Not thread safe: `AsyncEngine` drives it from one thread.
 """
 
@@ -15,6 +16,7 @@ from concurrent.futures import Future, wait
 
 import torch
 
+from deepinfer.engine import guided
 from deepinfer.engine.constraints import ConstraintService
 from deepinfer.engine.config import EngineConfig
 from deepinfer.engine.invariance import batch_invariant
@@ -242,7 +244,7 @@ class Engine:
                 self._touched[request_id] = request
                 continue
             for seq in request.sequences:
-                seq.matcher = self.constraints.matcher(request.compiled)
+                seq.matcher = guided.start(request.compiled)
                 # Text forced from the start (e.g. "{") joins the prompt's prefill.
                 self.counters["generation_tokens"] += self._jump_forward(seq)
                 if seq.finished:

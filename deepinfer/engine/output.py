@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 
+from deepinfer.engine import guided
 from deepinfer.engine.sequence import Sequence
 from deepinfer.sampling import find_stop, holdback
 from deepinfer.types import CompletionOutput, FinishReason, Request, RequestOutput, TokenLogprob
@@ -26,7 +27,7 @@ def append_token(seq: Sequence, token: int, logprob: TokenLogprob | None, eos_id
         seq.logprobs.append(logprob)
     if request.first_token_time is None and not accepted:  # TTFT: the model's first token, not forced text
         request.first_token_time = time.perf_counter()
-    if seq.matcher is not None and not accepted and not seq.matcher.accept_token(token):
+    if seq.matcher is not None and not accepted and not guided.advance(seq.matcher, token):
         seq.finish(FinishReason.ERROR, error=f"internal error: the constraint rejected sampled token {token}")
         return
     if token in params.stop_token_ids:
@@ -38,7 +39,7 @@ def append_token(seq: Sequence, token: int, logprob: TokenLogprob | None, eos_id
     seq.text += seq.detokenizer.push(token)
     if params.stop and _cut_at_stop_string(seq):
         return
-    if seq.matcher is not None and seq.matcher.is_terminated():
+    if seq.matcher is not None and guided.is_finished(seq.matcher):
         _finish_with_flush(seq, FinishReason.STOP)
     elif len(seq.output_token_ids) >= params.max_tokens or seq.num_tokens >= max_model_len:
         _finish_with_flush(seq, FinishReason.LENGTH)

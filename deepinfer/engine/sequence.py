@@ -20,7 +20,7 @@ class Sequence:
     index: int                      # which of the request's n completions
     seed: int
     detokenizer: Any                # IncrementalDetokenizer
-    matcher: Any = None             # constraints.Matcher; None when unconstrained or finished
+    matcher: Any = None             # constraints.Matcher, driven through guided.py; None when unconstrained or finished
     status: RequestStatus = RequestStatus.WAITING
     output_token_ids: list[int] = field(default_factory=list)
     table: BlockTable = field(default_factory=BlockTable)

@@ -4,12 +4,12 @@ A draft is usable up to the first token the constraint refuses, and through an e
 jump-forward on, after each draft token the draft must carry exactly the tokens jump-forward would
 append there (`forced_tokens`: confidence 1, not counted against `max_draft`), or it is cut
 there, or (with the proposer's sequence key) it goes on past them with what followed the text
-drafted so far elsewhere (`Speculator._continuation`). See speculative.py, step 2.
+drafted so far elsewhere (`Speculator.continuation`). See speculative.py, step 2.
 
 Why lazily: the plan admits draft tokens in descending survival across all sequences and stops at
 the first that does not pay (draft_lengths.select_lengths), so most of a long draft is never
 verified. A walk advances only when the plan asks for its next survival (`DraftWalk.step`), and
-each step costs constraint calls (accept_token, the forced text after the token): on the
+each step costs constraint calls (advancing the matcher, the forced text after the token): on the
 extraction benchmark lazy walks accept ~40% fewer draft tokens into matchers than whole ones,
 for the same plans. The matcher stays advanced through the walked tokens until `close()`.
 Knows nothing about the model, the KV cache or sampling.
@@ -17,21 +17,40 @@ Knows nothing about the model, the KV cache or sampling.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from deepinfer.engine import guided
+from deepinfer.engine.sequence import Sequence
 from deepinfer.engine.speculation.drafts import Draft
 from deepinfer.engine.speculation.jump_forward import ForcedText, can_jump, forced_tokens
-from deepinfer.engine.sequence import Sequence
 
-if TYPE_CHECKING:
-    from deepinfer.engine.speculation.speculative import Speculator
+
+class WalkLimits(Protocol):
+    max_draft: int
+
+
+class KeyMaker(Protocol):
+    def key(self, draft: Draft, position: int, greedy: bool, text: str = "") -> tuple: ...
+
+
+class DraftSource(Protocol):
+    """What a walk asks of its speculator (`speculative.Speculator`): limits, end ids, token
+    texts, confidence keys, and what follows the text drafted so far."""
+
+    config: WalkLimits
+    eos_ids: frozenset[int]
+    stats: KeyMaker
+
+    def token_text(self, token: int) -> str: ...
+
+    def continuation(self, key: object, drafted_text: str, limit: int) -> Draft | None: ...
 
 
 class DraftWalk:
     """The usable prefix of one draft (`keep`) and a confidence key per token (`keys`; None:
     forced, c = 1), extended by `step()`, or by `advance()` then `take()` (see `WalkSurvival`)."""
 
-    def __init__(self, spec: "Speculator", seq: Sequence, draft: Draft, forced: ForcedText | None,
+    def __init__(self, spec: DraftSource, seq: Sequence, draft: Draft, forced: ForcedText | None,
                  key: object = None, limit: int = 0) -> None:
         self.spec, self.seq, self.forced, self.key = spec, seq, forced, key
         self.matcher, self.greedy = seq.matcher, seq.params.greedy
@@ -77,13 +96,13 @@ class DraftWalk:
             self.done = True
             return False
         if self.at >= len(self.chunk.tokens):
-            chunk = self.spec._continuation(self.key, self.drafted_text, self.limit - len(self.keep))
+            chunk = self.spec.continuation(self.key, self.drafted_text, self.limit - len(self.keep))
             if chunk is None:
                 self.done = True
                 return False
             self.chunk, self.at = chunk, 0
         token = self.chunk.tokens[self.at]
-        self.pending_text = self.spec._text(token)
+        self.pending_text = self.spec.token_text(token)
         self.pending_key = self.spec.stats.key(self.chunk, self.free + 1, self.greedy, self.pending_text)
         self.pending = token
         return True
@@ -93,7 +112,7 @@ class DraftWalk:
         refuses it."""
         token, matcher, self.pending = self.pending, self.matcher, None
         if matcher is not None:
-            if not matcher.accept_token(token):
+            if not guided.advance(matcher, token):
                 self.done = True
                 return False
             self.accepted += 1
@@ -102,7 +121,7 @@ class DraftWalk:
         self.keys.append(self.pending_key)
         self.drafted_text += self.pending_text
         self.keep.append(token)
-        if token in self.stops or (matcher is not None and matcher.is_terminated()):
+        if token in self.stops or (matcher is not None and guided.is_finished(matcher)):
             self.done = True
         elif self.forced is not None and can_jump(self.seq):
             self.tail_pending = True
@@ -126,13 +145,13 @@ class DraftWalk:
             self.done = True
             return
         if ids:
-            self.drafted_text += "".join(self.spec._text(t) for t in ids)
+            self.drafted_text += "".join(self.spec.token_text(t) for t in ids)
         self.at = at + len(ids) if same == len(ids) else len(chunk.tokens)  # diverged: look again
 
     def close(self) -> None:
         """Roll the matcher back to the sequence's own tokens."""
         if self.matcher is not None:
-            self.matcher.rollback(self.accepted)
+            guided.undo(self.matcher, self.accepted)
         self.accepted = 0
 
 

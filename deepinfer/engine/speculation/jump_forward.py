@@ -1,6 +1,6 @@
 """Jump-forward decoding: text that the constraint forces is appended without sampling it.
 
-After each sampled token (and once before the first), `Matcher.find_jump_forward_string()` says
+After each sampled token (and once before the first), `guided.forced_text` says
 which text every valid continuation starts with: in a JSON Schema object with fixed properties,
 the next key and its `":` for instance. That text is tokenized and its tokens appended at once;
 the next step feeds them to the model as one multi-token chunk, with logits for its last row
@@ -8,8 +8,8 @@ only. Forced tokens thus cost neither a sampling step of their own nor a vocabul
 and the sequence needs fewer forward passes (each of which streams all weights and its KV).
 
 What it keeps and what it changes:
-- outputs stay exactly what the constraint allows: every token goes through
-  `Matcher.accept_token` first, and jumping stops at the first one it refuses;
+- outputs stay exactly what the constraint allows: every token advances the matcher first
+  (`guided.advance`), and jumping stops at the first one it refuses;
 - stop strings, stop ids, max_tokens and the model's length apply per appended token, as for
   sampled ones (`output.append_token`); TTFT still measures the model's first sampled token;
 - seeded sampling stays a function of (seed, position): forced tokens take the positions sampled
@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from deepinfer.engine import guided
 from deepinfer.engine.output import append_token
 from deepinfer.engine.sequence import Sequence
 
@@ -76,7 +77,7 @@ class ForcedText:
         matcher has accepted exactly the output and then `drafted`; None when that cannot be
         checked (or the draft is longer than a key spells out)."""
         output = getattr(seq, "output_token_ids", None)
-        if (output is None or seq.matcher.num_accepted != len(output) + len(drafted)
+        if (output is None or guided.depth(seq.matcher) != len(output) + len(drafted)
                 or len(drafted) >= ForcedText.KEY_TOKENS):
             return None
         tail = output[-(ForcedText.KEY_TOKENS - len(drafted)):]
@@ -87,7 +88,7 @@ class ForcedText:
         key = self.state_key(seq, drafted)
         found = self._find(key)
         if found is None:
-            text = seq.matcher.find_jump_forward_string()
+            text = guided.forced_text(seq.matcher)
             found = Forced(text, self._encode(text) if text else [])
             if key is not None:
                 if len(self._memo) >= self.MEMO_SIZE:
@@ -128,20 +129,13 @@ class ForcedText:
         boundary (a forced `"` then `,`: the model writes `",`). Forcing the short token would
         change the tokenization it sees, so such a last token is left to the sampler.
         """
-        vocab = seq.matcher.compiled.vocab
-        longer = self._longer_tokens(vocab, token)
+        longer = self._longer_tokens(guided.vocabulary(seq.matcher), token)
         if longer.size == 0:
             return False
         if longer.size <= self.ACCEPT_TESTS:  # a few: ask the matcher for each (what the mask says)
-            matcher = seq.matcher
-            for t in longer.tolist():
-                if matcher.accept_token(t):
-                    matcher.rollback(1)
-                    return True
-            return False
-        row = np.zeros((1, vocab.words), dtype=np.int32)
-        seq.matcher.fill_next_token_bitmask(row, 0)
-        return bool(((row[0, longer // 32] >> (longer % 32)) & 1).any())
+            return guided.allows_any(seq.matcher, longer.tolist())
+        row = guided.mask_row(seq.matcher)
+        return bool(((row[longer // 32] >> (longer % 32)) & 1).any())
 
     def _longer_tokens(self, vocab, token: int) -> np.ndarray:
         key = (id(vocab), token)
@@ -176,13 +170,11 @@ def forced_tokens(seq: Sequence, forced: ForcedText, drafted: list[int] | tuple 
         return []
     found = forced.lookup(seq, drafted)
     if found.accepted is not None:
-        for token in found.accepted:
-            if not seq.matcher.accept_token(token):
-                raise RuntimeError("internal error: remembered forced tokens refused by the constraint")
+        guided.advance_known(seq.matcher, found.accepted, "remembered forced tokens")
         return list(found.accepted)
     ids, accepted = found.ids, []
     for i, token in enumerate(ids):
-        if (i == len(ids) - 1 and forced.extendable(seq, token)) or not seq.matcher.accept_token(token):
+        if (i == len(ids) - 1 and forced.extendable(seq, token)) or not guided.advance(seq.matcher, token):
             break
         accepted.append(token)
     found.accepted = list(accepted)
@@ -200,14 +192,14 @@ def jump_forward(seq: Sequence, forced: ForcedText, eos_ids: frozenset[int], max
     for i, token in enumerate(ids):
         if seq.finished or (not known and i == len(ids) - 1 and forced.extendable(seq, token)):
             break
-        if not seq.matcher.accept_token(token):
-            if known:
-                raise RuntimeError("internal error: remembered forced tokens refused by the constraint")
+        if known:
+            guided.advance_known(seq.matcher, [token], "remembered forced tokens")
+        elif not guided.advance(seq.matcher, token):
             break
         append_token(seq, token, None, eos_ids, max_model_len, accepted=True)
         appended += 1
     end = None if seq.finished else forced_end(seq, forced, eos_ids)
-    if end is not None and seq.matcher.accept_token(end):
+    if end is not None and guided.advance(seq.matcher, end):
         append_token(seq, end, None, eos_ids, max_model_len, accepted=True)
         appended += 1
     return appended
@@ -216,11 +208,9 @@ def jump_forward(seq: Sequence, forced: ForcedText, eos_ids: frozenset[int], max
 def forced_end(seq: Sequence, forced: ForcedText, eos_ids: frozenset[int]) -> int | None:
     """The end token to append when the constraint is complete and allows only end tokens.
     Only complete constraints pay for the mask (one bitmask row, no unpacking)."""
-    if not seq.matcher.is_completed():
+    if not guided.is_complete(seq.matcher):
         return None
-    row = np.zeros((1, seq.matcher.compiled.vocab.words), dtype=np.int32)
-    seq.matcher.fill_next_token_bitmask(row, 0)
-    words = row[0].view(np.uint32)
+    words = guided.mask_row(seq.matcher).view(np.uint32)
     allowed = [t for t in sorted(eos_ids) if t < words.size * 32 and (int(words[t // 32]) >> (t % 32)) & 1]
     for t in allowed:  # clear the end tokens: anything left is a way to continue
         words[t // 32] &= np.uint32(~(1 << (t % 32)) & 0xFFFFFFFF)

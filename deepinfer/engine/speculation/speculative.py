@@ -12,7 +12,7 @@ Per step (`Speculator.plan`), for each decoding sequence:
    be extended: `":` before ` "`), the draft opens with those tokens, continued by what followed
    the same text in outputs so far (`NgramProposer.after_text`). On the extraction benchmark
    (1 thread) this cut the steps from 52 to 46 and the decode steps' CPU by ~7% (`forced_lead`);
-2. walk the constraint's matcher through it (`Matcher.accept_token`, then `rollback`): cut it at
+2. walk the constraint's matcher through it (`guided.advance`, then `guided.undo`): cut it at
    the first token the constraint refuses (confidence 0: it could never be sampled) and after an
    eos/stop id. With jump-forward on, where the constraint forces text after a draft token, the
    draft must continue with exactly the tokens jump-forward would append (`forced_tokens`), or it
@@ -247,12 +247,14 @@ class Speculator:
         return (self.proposer.propose(key, limit, min_ngram=2) or self.proposer.continue_text(key, "", limit)
                 or self.proposer.propose(key, limit))
 
-    def _continuation(self, key: object, drafted_text: str, limit: int) -> Draft | None:
+    def continuation(self, key: object, drafted_text: str, limit: int) -> Draft | None:
+        """What followed the output text and then `drafted_text` elsewhere (None: drafts stop
+        where their match ends)."""
         if key is None or not drafted_text or not self.config.continue_drafts:
             return None
         return self.proposer.continue_text(key, drafted_text, limit)
 
-    def _text(self, token: int) -> str:
+    def token_text(self, token: int) -> str:
         return self.proposer.token_text(token) if self.proposer.token_text is not None else ""
 
     def record(self, seq: Sequence, verified: int, matched: int) -> None:

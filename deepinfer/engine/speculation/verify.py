@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from deepinfer.constraints import allocate_token_bitmask, apply_token_bitmask_inplace
+from deepinfer.engine import guided
 from deepinfer.engine.sequence import Sequence
 from deepinfer.sampling import SamplingRow, apply_penalties, sample
 
@@ -68,19 +69,15 @@ def _apply_masks(rows: list[Row], logits: torch.Tensor, top: list[int]) -> list[
         if matcher is None:
             continue
         if row.j:  # the draft was checked legal when it was planned; the matcher has not moved since
-            if not matcher.accept_token(row.seq.draft[row.j - 1]):
-                raise RuntimeError("internal error: a planned draft token is refused by the constraint")
+            guided.advance_known(matcher, [row.seq.draft[row.j - 1]], "a planned draft token")
         params = row.seq.params
-        shortcut = params.greedy and params.logprobs is None and matcher.accept_token(top[i])
-        if shortcut:
-            matcher.rollback(1)
-        else:
+        if not (params.greedy and params.logprobs is None and guided.allows(matcher, top[i])):
             if bitmask is None:
                 bitmask = allocate_token_bitmask(len(rows), logits.shape[1])
-            matcher.fill_next_token_bitmask(bitmask, i)
+            guided.write_mask(matcher, bitmask, i)
             masked.append(i)
         if row.j == len(row.seq.draft):
-            matcher.rollback(row.j)
+            guided.undo(matcher, row.j)
     if masked:
         apply_token_bitmask_inplace(logits, bitmask, indices=masked)
     return masked
