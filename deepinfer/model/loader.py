@@ -18,6 +18,7 @@ from deepinfer.errors import ModelLoadError
 from deepinfer.model.architectures import ARCHITECTURES
 from deepinfer.model.config import ModelConfig, parse_config
 from deepinfer.model.decoder import Model
+from deepinfer.model.gguf import read_gguf
 from deepinfer.model.weights import DictSource, SafetensorsSource, TensorSource
 
 DTYPES = (torch.float32, torch.bfloat16, torch.float16)
@@ -79,8 +80,6 @@ def _read_json(file: Path) -> dict[str, Any]:
 def _load_gguf(path: Path, dtype: torch.dtype, device: torch.device | str) -> Model:
     if not path.is_file():
         raise ModelLoadError(f"{path}: no such GGUF file.")
-    from deepinfer.model.gguf import read_gguf  # lazy: the gguf package is only needed for .gguf files
-
     gguf = read_gguf(path)
     config = parse_config(gguf.config, f"{path} (config from GGUF metadata)")
     return build_model(config, DictSource(gguf.state_dict, dtype, device, str(path)))

@@ -19,6 +19,7 @@ from deepinfer.errors import ModelLoadError
 from deepinfer.tokenizer.chat import ChatTemplate, ChatTemplateError
 from deepinfer.tokenizer.detokenizer import IncrementalDetokenizer
 from deepinfer.tokenizer.files import TokenizerFiles, read_tokenizer_dir
+from deepinfer.tokenizer.gguf_vocab import read_gguf_tokenizer
 
 
 class Tokenizer:
@@ -50,8 +51,6 @@ class Tokenizer:
         if path.is_dir():
             return cls(read_tokenizer_dir(path))
         if path.suffix.lower() == ".gguf" or path.is_file():
-            from deepinfer.tokenizer.gguf_vocab import read_gguf_tokenizer
-
             return cls(read_gguf_tokenizer(path))
         raise ModelLoadError(f"tokenizer path {path} does not exist; pass a model directory "
                              "(with tokenizer.json) or a .gguf file.")
