@@ -2,8 +2,10 @@
 
 Resolves the model (--model, DEEPINFER_MODEL_DIR, or the default model,
 created on first use), applies the chat template (with an optional --system
-message), and streams the reply to stdout. Errors the user can fix are
-`UserError`s, which the dispatcher prints as one paragraph (exit status 2).
+message), and streams the reply to stdout through the engine, as `LLM.stream_outputs`
+does for a library caller: the same sampling, seeds and constraints (--schema / --regex /
+--grammar). Errors the user can fix are `UserError`s, which the dispatcher prints as one
+paragraph (exit status 2).
 """
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 DTYPES = ("float32", "bfloat16")
 
@@ -54,61 +55,62 @@ def build_messages(prompt: str, system: str | None) -> list[dict[str, str]]:
     return [*messages, {"role": "user", "content": prompt}]
 
 
-def run_constrained(args: argparse.Namespace, constraint: dict) -> int:
-    """A constrained reply goes through the engine, which applies the constraint's token masks."""
-    from deepinfer import LLM, SamplingParams
-
-    llm = LLM(args.model, dtype=args.dtype)
-    prompt = llm.tokenizer.apply_chat_template(build_messages(args.prompt, args.system),
-                                               add_generation_prompt=True)
-    params = SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed,
-                            **constraint)
-    before, start = dict(llm.engine.stats()), time.perf_counter()
-    for text in llm.stream(prompt, params):
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    sys.stdout.write("\n")
-    if args.stats:  # the engine's own counters: this is its only request
-        after, seconds = llm.engine.stats(), time.perf_counter() - start
-        generated = after["generation_tokens"] - before["generation_tokens"]
-        print(f"prompt {after['prompt_tokens'] - before['prompt_tokens']} tokens, generated {generated} tokens "
-              f"(constrained); {seconds:.2f}s, {generated / max(seconds, 1e-9):.1f} tokens/s", file=sys.stderr)
-    return 0
+def kv_blocks_for(prompt_tokens: int, max_tokens: int, context: int, block_size: int) -> int:
+    """KV blocks for one request: its prompt and every token it may write (drafts included: they
+    never reach past max_tokens), within the context; one block spare. The engine's default pool
+    (1 GiB, zero-filled) is sized for many requests; a CLI reply needs a few blocks."""
+    tokens = min(prompt_tokens + max_tokens, context)
+    return -(-tokens // block_size) + 1
 
 
 def run(args: argparse.Namespace) -> int:
+    """Stream the reply through the engine (`LLM.stream_outputs`), the same path as the library's."""
     from deepinfer.cli.constraint_args import constraint_from_args
-    constraint = constraint_from_args(args)
-    if constraint:
-        return run_constrained(args, constraint)
-    import torch
-
-    from deepinfer.generation import generate
+    from deepinfer.engine import LLM, Engine, EngineConfig, merge
+    from deepinfer.engine.llm import parse_dtype
     from deepinfer.model import load_model
     from deepinfer.model.hub import resolve_model
     from deepinfer.tokenizer import Tokenizer
+    from deepinfer.types import SamplingParams
 
+    constraint = constraint_from_args(args)
     path = resolve_model(args.model)
     tokenizer = Tokenizer.from_pretrained(path)
-    model = load_model(path, dtype=getattr(torch, args.dtype))
-    prompt_text = tokenizer.apply_chat_template(build_messages(args.prompt, args.system),
-                                                add_generation_prompt=True)
-    prompt_ids = tokenizer.encode(prompt_text, add_special_tokens=False)
-
-    def write(text: str) -> None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-
+    prompt = tokenizer.encode(tokenizer.apply_chat_template(build_messages(args.prompt, args.system),
+                                                            add_generation_prompt=True))
+    model = load_model(path, dtype=parse_dtype(args.dtype))
+    blocks = kv_blocks_for(len(prompt), args.max_tokens, model.config.max_position_embeddings,
+                           EngineConfig.block_size)
+    llm = LLM.from_engine(Engine(model, tokenizer, EngineConfig(max_num_seqs=1, num_kv_blocks=blocks)))
+    params = SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed,
+                            **constraint)
+    result = None
     try:
-        result = generate(model, tokenizer, prompt_ids, max_tokens=args.max_tokens,
-                          temperature=args.temperature, seed=args.seed, on_text=write)
-        sys.stdout.write("\n")
-        sys.stdout.flush()
+        for delta in llm.stream_outputs(prompt, params):
+            _write("".join(part.text for part in delta.outputs if part.index == 0))
+            result = merge(result, delta)
+        _write("\n")
     except BrokenPipeError:  # `deepinfer generate ... | head`: the reader left, stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     if args.stats:
-        print(f"prompt {result.prompt_tokens} tokens, generated {len(result.token_ids)} tokens "
-              f"({result.finish_reason}); prefill {result.prefill_seconds:.2f}s, decode "
-              f"{result.decode_tokens_per_second:.1f} tokens/s", file=sys.stderr)
+        print(_stats_line(result, constrained=bool(constraint)), file=sys.stderr)
     return 0
+
+
+def _write(text: str) -> None:
+    if text:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+
+def _stats_line(result, constrained: bool) -> str:
+    """Token counts, why the reply ended, time to the first token and the decode rate after it."""
+    out = result.outputs[0]
+    generated, total = len(out.token_ids), result.total_time or 0.0
+    first = result.ttft if result.ttft is not None else total  # a fully forced reply samples nothing
+    decode = total - first
+    rate = (generated - 1) / decode if generated > 1 and decode > 0 else 0.0
+    kind = " (constrained)" if constrained else ""
+    return (f"prompt {len(result.prompt_token_ids)} tokens, generated {generated} tokens{kind}, finished by "
+            f"{out.finish_reason.value}; first token {first:.2f}s, decode {rate:.1f} tokens/s")

@@ -75,17 +75,26 @@ class LLM:
 
     def stream(self, prompt: str | list[int], params: SamplingParams | None = None) -> Iterator[str]:
         """Text of the first completion as it is produced (stop-string prefixes held back)."""
+        for delta in self.stream_outputs(prompt, params):
+            for part in delta.outputs:
+                if part.index == 0 and part.text:
+                    yield part.text
+
+    def stream_outputs(self, prompt: str | list[int],
+                       params: SamplingParams | None = None) -> Iterator[RequestOutput]:
+        """The request's RequestOutput deltas as steps produce them (`merge` them for the whole
+        output). An error of the first completion (a constraint that does not compile, ...) is
+        raised as a UserError after its delta; leaving early aborts the request."""
         request_id = self._submit(prompt, params or SamplingParams())
         try:
             while True:
                 for delta in self.engine.step():
                     if delta.request_id != request_id:
                         continue
-                    for part in delta.outputs:
-                        if part.index == 0 and part.text:
-                            yield part.text
-                        if part.index == 0 and part.error:
-                            raise UserError(part.error)
+                    yield delta
+                    error = next((part.error for part in delta.outputs if part.index == 0 and part.error), None)
+                    if error:
+                        raise UserError(error)
                     if delta.finished:
                         return
         finally:
