@@ -1,8 +1,12 @@
 """The nouns of the data flow: sampling parameters, requests, and their outputs.
 
-Typed dataclasses shared by the engine, the sampler and the server. This module
-knows nothing about tensors, models or the scheduler's policies; it validates
-user input (`SamplingParams`) and raises `UserError` with the field's name.
+Typed dataclasses shared by the engine, the sampler and the server: what one
+prompt asks of the engine (`SamplingParams`, `Request`) and what it produced
+(`RequestOutput`), and what one API request asks of the server (`Job`, with its
+`ConstraintSpec` and `ToolDecl`s) and what its choices produced (`ChoiceDelta`,
+`ChoiceResult`, `Usage`). This module knows nothing about tensors, models, HTTP
+or the scheduler's policies; it validates user input (`SamplingParams`) and
+raises `UserError` with the field's name.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ import enum
 import json
 import random
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from deepinfer.errors import UserError
 
@@ -195,3 +199,123 @@ class Request:
     @property
     def is_finished(self) -> bool:
         return all(seq.finished for seq in self.sequences)
+
+
+# ------------------------------------------------ a client's request, as the server runs it
+# One API request becomes a Job: a prompt, n choices (each its own engine Request, seed + i),
+# at most one constraint, and the tools the model may call. Protocol translators build it; the
+# runner streams each choice's ChoiceDeltas; formatters read the finished ChoiceResults.
+
+ConstraintKind = Literal["json_schema", "regex", "grammar", "ir"]
+ToolMode = Literal["none", "auto", "forced"]
+
+
+@dataclass(frozen=True)
+class ConstraintSpec:
+    """What to compile: a JSON Schema (dict), a regex, a grammar text, or an `ir.Grammar`
+    composed by `deepinfer.constraints.compose` (kind "ir")."""
+
+    kind: ConstraintKind
+    value: Any
+    source: str  # the request field that asked for it, for error messages
+    syntax: str = "lark"  # grammars only: "lark" or "gbnf"
+    strict: bool = False  # JSON Schema only: OpenAI-style strict mode requested
+
+
+@dataclass(frozen=True)
+class ToolDecl:
+    """A function tool, whatever protocol declared it."""
+
+    name: str
+    description: str | None
+    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object"})
+    strict: bool = False
+    source: str | None = None  # the request field of its parameters schema, for error messages
+
+
+@dataclass
+class Job:
+    """One client request: a prompt, `params.n` choices, at most one constraint, tools."""
+
+    prompt_token_ids: list[int]
+    prompt_text: str
+    params: SamplingParams  # as the client set them; each choice runs with n=1 and seed + i
+    constraint: ConstraintSpec | None = None
+    tool_mode: ToolMode = "none"
+    tools: list[ToolDecl] = field(default_factory=list)
+    parallel_tool_calls: bool = True  # several calls in one turn (OpenAI's default); False: at most one
+    reasoning_aware: bool = False  # free thinking until `reasoning_end`, then the constrained answer
+    reasoning_end: str = "</think>"
+
+    @property
+    def n(self) -> int:
+        return self.params.n
+
+
+@dataclass
+class DecodedLogprob:
+    """A sampled token's log-probability and its top alternatives, with their texts and exact
+    bytes (a token may end mid-character): what the API routes report."""
+
+    token: str
+    token_id: int
+    logprob: float
+    top: list[tuple[str, int, float]] = field(default_factory=list)  # (token, id, logprob)
+    bytes: list[int] | None = None
+    top_bytes: list[list[int] | None] = field(default_factory=list)
+
+
+@dataclass
+class ChoiceDelta:
+    """New output of one choice since the previous delta."""
+
+    index: int
+    text: str = ""
+    token_ids: list[int] = field(default_factory=list)
+    logprobs: list[DecodedLogprob] = field(default_factory=list)
+    finish_reason: str | None = None  # a FinishReason value
+    error: str | None = None
+    stop_sequence: str | None = None  # the stop string that ended the choice, if one did
+    cached_tokens: int = 0  # prompt tokens served from the prefix cache (reported once)
+    kind: str = "content"  # "reasoning": thinking text before a reasoning-aware constraint
+
+
+@dataclass
+class ChoiceResult:
+    """A finished choice, accumulated from its deltas."""
+
+    index: int
+    text: str = ""
+    token_ids: list[int] = field(default_factory=list)
+    logprobs: list[DecodedLogprob] = field(default_factory=list)
+    finish_reason: str | None = None
+    error: str | None = None
+    stop_sequence: str | None = None
+    cached_tokens: int = 0
+    reasoning: str = ""
+    tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (name, arguments)
+    resolved: bool = False  # tool calls parsed out of `text` (which then keeps only the text before them)
+
+    def add(self, delta: ChoiceDelta) -> None:
+        if delta.kind == "reasoning":
+            self.reasoning += delta.text
+        else:
+            self.text += delta.text
+        self.token_ids += delta.token_ids
+        self.logprobs += delta.logprobs
+        self.cached_tokens = max(self.cached_tokens, delta.cached_tokens)
+        if delta.finish_reason is not None:
+            self.finish_reason = delta.finish_reason
+            self.error = delta.error
+            self.stop_sequence = delta.stop_sequence
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens

@@ -9,6 +9,7 @@ from deepinfer.engine.engine import Engine, EngineConfig
 from deepinfer.engine.llm import LLM, load_engine
 from deepinfer.engine.output import merge
 from deepinfer.engine.scheduler import Scheduler, SchedulerConfig
+from deepinfer.model.hub import resolve_model
 
 __all__ = ["AsyncEngine", "Engine", "EngineConfig", "LLM", "Scheduler", "SchedulerConfig", "load_engine",
-           "merge"]
+           "merge", "resolve_model"]

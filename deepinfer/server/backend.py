@@ -2,8 +2,8 @@
 
 `build_state` wires an engine-like object, a tokenizer and a constraint
 compiler together. `load_state` builds the real thing: the AsyncEngine on a
-model (default model when None), sharing the engine's GrammarCompiler when it
-exposes one so that admission-time compiles are cache hits for the engine.
+model (default model when None), with the engine's own GrammarCompiler, so
+that admission-time compiles are cache hits for the engine.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from deepinfer.engine import AsyncEngine, resolve_model
 from deepinfer.server.config import ServerConfig
 from deepinfer.server.metrics import Metrics
 from deepinfer.server.runner import Runner
@@ -18,24 +19,13 @@ from deepinfer.server.state import ServerState
 from deepinfer.server.validation import ConstraintValidator
 
 
-def build_state(engine: Any, tokenizer: Any, compiler: Any, config: ServerConfig,
-                params_cls=None) -> ServerState:
+def build_state(engine: Any, tokenizer: Any, compiler: Any, config: ServerConfig) -> ServerState:
     metrics = Metrics()
     return ServerState(config=config, engine=engine, tokenizer=tokenizer,
-                       runner=Runner(engine, tokenizer, params_cls, getattr(compiler, "vocab", None)),
+                       runner=Runner(engine, tokenizer, getattr(compiler, "vocab", None)),
                        validator=ConstraintValidator(compiler, metrics.record_compile, config.json_whitespace,
                                                      config.compile_timeout_s),
                        metrics=metrics)
-
-
-def _engine_compiler(engine: Any, model_path: Path):
-    """The engine's own GrammarCompiler if it exposes one, else a new one on the model's vocabulary."""
-    for name in ("compiler", "grammar_compiler"):
-        compiler = getattr(engine, name, None)
-        if compiler is not None:
-            return compiler
-    from deepinfer.constraints import GrammarCompiler, Vocabulary
-    return GrammarCompiler(Vocabulary.from_pretrained(model_path))
 
 
 def load_state(model: str | None = None, *, api_key: str | None = None, model_name: str | None = None,
@@ -44,16 +34,11 @@ def load_state(model: str | None = None, *, api_key: str | None = None, model_na
                reasoning_aware: bool = False, default_max_tokens: int = 512,
                engine_kwargs: dict | None = None) -> ServerState:
     """Load the model and start the AsyncEngine for serving."""
-    from deepinfer.engine import AsyncEngine
-    from deepinfer.model.hub import resolve_model
-    from deepinfer.tokenizer import Tokenizer
-
     path = resolve_model(model)
     engine = AsyncEngine(str(path), **(engine_kwargs or {}))
-    tokenizer = getattr(engine, "tokenizer", None) or Tokenizer.from_pretrained(path)
-    max_len = getattr(getattr(engine, "model_config", None), "max_position_embeddings", None)
+    max_len = getattr(engine.model_config, "max_position_embeddings", None)
     config = ServerConfig(model_name=model_name or Path(model or path).name, api_key=api_key,
                           default_max_tokens=default_max_tokens, max_model_len=max_len,
                           reasoning_aware=reasoning_aware, json_whitespace=json_whitespace,
                           reasoning_end=reasoning_end, compile_timeout_s=compile_timeout_s)
-    return build_state(engine, tokenizer, _engine_compiler(engine, path), config)
+    return build_state(engine, engine.tokenizer, engine.compiler, config)

@@ -13,8 +13,8 @@ import time
 from typing import Any
 
 from deepinfer.server.errors import APIError
-from deepinfer.server.job import ChoiceResult, Job, TokenLogprob, Usage
 from deepinfer.server.tool_calls import TextGate, call_format, resolve_tool_calls
+from deepinfer.types import ChoiceResult, DecodedLogprob, Job, Usage
 
 
 def new_id(prefix: str) -> str:
@@ -37,7 +37,7 @@ def raise_if_failed(results: list[ChoiceResult]) -> None:
             raise APIError(500, f"generation failed: {r.error or 'unknown engine error'}")
 
 
-def token_logprob_json(lp: TokenLogprob) -> dict:
+def token_logprob_json(lp: DecodedLogprob) -> dict:
     def entry(token: str, logprob: float, raw: list[int] | None) -> dict:
         return {"token": token, "logprob": logprob,
                 "bytes": raw if raw is not None else list(token.encode("utf-8"))}
@@ -46,8 +46,8 @@ def token_logprob_json(lp: TokenLogprob) -> dict:
             "top_logprobs": [entry(t, p, raw) for (t, _, p), raw in zip(lp.top, tops)]}
 
 
-def chat_logprobs(job: Job, logprobs: list[TokenLogprob]) -> dict | None:
-    if job.sampling.logprobs is None:
+def chat_logprobs(job: Job, logprobs: list[DecodedLogprob]) -> dict | None:
+    if job.params.logprobs is None:
         return None
     return {"content": [token_logprob_json(lp) for lp in logprobs], "refusal": None}
 
@@ -84,8 +84,8 @@ def chat_completion(job: Job, results: list[ChoiceResult], model: str, usage: Us
             "usage": usage_json(usage)}
 
 
-def completion_logprobs(job: Job, logprobs: list[TokenLogprob], offset: int) -> dict | None:
-    if job.sampling.logprobs is None:
+def completion_logprobs(job: Job, logprobs: list[DecodedLogprob], offset: int) -> dict | None:
+    if job.params.logprobs is None:
         return None
     offsets = []
     for lp in logprobs:
@@ -130,12 +130,12 @@ class ChatChunks:
         return self.chunk([{"index": index, "delta": {"role": "assistant", "content": ""},
                             "logprobs": None, "finish_reason": None}])
 
-    def content(self, index: int, text: str, logprobs: list[TokenLogprob], kind: str = "content") -> dict:
+    def content(self, index: int, text: str, logprobs: list[DecodedLogprob], kind: str = "content") -> dict:
         key = "reasoning_content" if kind == "reasoning" else "content"
         return self.chunk([{"index": index, "delta": {key: text},
                             "logprobs": chat_logprobs(self.job, logprobs), "finish_reason": None}])
 
-    def gated(self, index: int, text: str, logprobs: list[TokenLogprob]) -> list[dict]:
+    def gated(self, index: int, text: str, logprobs: list[DecodedLogprob]) -> list[dict]:
         """A tool-capable choice's delta: the text that cannot be part of a call (logprobs as they come)."""
         text = self.gates[index].push(text)
         return [self.content(index, text, logprobs)] if text or logprobs else []
@@ -169,7 +169,7 @@ class CompletionChunks:
         self.created = int(time.time())
         self.model = model
 
-    def chunk(self, index: int, text: str, logprobs: list[TokenLogprob] | None, reason: str | None,
+    def chunk(self, index: int, text: str, logprobs: list[DecodedLogprob] | None, reason: str | None,
               offset: int = 0) -> dict:
         return {"id": self.id, "object": "text_completion", "created": self.created, "model": self.model,
                 "choices": [{"index": index, "text": text, "finish_reason": reason,

@@ -11,8 +11,8 @@ import json
 from typing import Any
 
 from deepinfer.errors import UserError
-from deepinfer.server.constraint_spec import ToolDecl
 from deepinfer.server.errors import bad_request
+from deepinfer.types import ToolDecl
 
 
 def template_tools(tools: list[ToolDecl]) -> list[dict] | None:

@@ -10,11 +10,11 @@ from fastapi.responses import JSONResponse
 from deepinfer.server import sse
 from deepinfer.server.errors import APIError
 from deepinfer.server.format_openai import new_id, raise_if_failed
-from deepinfer.server.job import ChoiceResult, Job, Usage
 from deepinfer.server.protocol.anthropic import MessagesRequest
 from deepinfer.server.state import admitted_job, collect, usage_of
 from deepinfer.server.tool_calls import TextGate, call_format, resolve_tool_calls
 from deepinfer.server.translate_anthropic import messages_job
+from deepinfer.types import ChoiceResult, Job, Usage
 
 router = APIRouter()
 

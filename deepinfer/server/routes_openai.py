@@ -18,10 +18,10 @@ from fastapi.responses import JSONResponse
 from deepinfer.server import format_openai as fmt
 from deepinfer.server import sse
 from deepinfer.server.errors import APIError
-from deepinfer.server.job import ChoiceResult, Delta, Job
 from deepinfer.server.protocol.openai import ChatCompletionRequest, CompletionRequest
 from deepinfer.server.state import ServerState, admitted_job, collect, usage_of
 from deepinfer.server.translate_openai import chat_job, completion_job
+from deepinfer.types import ChoiceDelta, ChoiceResult, Job
 
 router = APIRouter()
 
@@ -43,7 +43,7 @@ class _Chunks:
     def start(self) -> list[dict]:
         return []
 
-    def delta(self, d: Delta, result: ChoiceResult) -> list[dict]:
+    def delta(self, d: ChoiceDelta, result: ChoiceResult) -> list[dict]:
         raise NotImplementedError
 
     def usage(self, usage) -> dict:
@@ -57,7 +57,7 @@ class _ChatChunks(_Chunks):
     def start(self) -> list[dict]:
         return [self.out.role(i) for i in range(self.job.n)]
 
-    def delta(self, d: Delta, result: ChoiceResult) -> list[dict]:
+    def delta(self, d: ChoiceDelta, result: ChoiceResult) -> list[dict]:
         chunks = []
         if d.kind != "reasoning" and self.out.buffer_tools:  # text only while it cannot be a call
             chunks += self.out.gated(d.index, d.text, d.logprobs)
@@ -79,10 +79,10 @@ class _CompletionChunks(_Chunks):
     def start(self) -> list[dict]:
         return [self.out.chunk(i, self.job.prompt_text, None, None) for i in range(self.job.n)] if self.echo else []
 
-    def delta(self, d: Delta, result: ChoiceResult) -> list[dict]:
+    def delta(self, d: ChoiceDelta, result: ChoiceResult) -> list[dict]:
         if not (d.text or d.logprobs or d.finish_reason is not None):
             return []
-        lps = d.logprobs if self.job.sampling.logprobs is not None else None
+        lps = d.logprobs if self.job.params.logprobs is not None else None
         reason = fmt.finish_reason(d.finish_reason) if d.finish_reason else None
         chunk = self.out.chunk(d.index, d.text, lps, reason, self.offsets[d.index])
         self.offsets[d.index] += len(d.text)

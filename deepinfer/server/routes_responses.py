@@ -11,17 +11,17 @@ from fastapi.responses import JSONResponse
 from deepinfer.server import sse
 from deepinfer.server.errors import APIError
 from deepinfer.server.format_openai import new_id, raise_if_failed, token_logprob_json
-from deepinfer.server.job import ChoiceResult, Job, TokenLogprob, Usage
 from deepinfer.server.protocol.responses import ResponsesRequest
 from deepinfer.server.state import admitted_job, collect, usage_of
 from deepinfer.server.tool_calls import TextGate, call_format, resolve_tool_calls
 from deepinfer.server.translate_responses import responses_job
+from deepinfer.types import ChoiceResult, DecodedLogprob, Job, Usage
 
 router = APIRouter()
 
 
-def _logprobs(job: Job, lps: list[TokenLogprob]) -> list[dict]:
-    if job.sampling.logprobs is None:
+def _logprobs(job: Job, lps: list[DecodedLogprob]) -> list[dict]:
+    if job.params.logprobs is None:
         return []
     return [token_logprob_json(lp) for lp in lps]  # the same entry shape as Chat Completions
 

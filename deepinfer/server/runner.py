@@ -19,8 +19,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from deepinfer.server.job import ChoiceResult, Delta, Job, TokenLogprob
-from deepinfer.server.params import sampling_params
+from deepinfer.server.params import choice_params
+from deepinfer.types import ChoiceDelta, ChoiceResult, DecodedLogprob, Job
 
 _DONE = object()
 
@@ -35,10 +35,9 @@ class _Phase:
 
 
 class Runner:
-    def __init__(self, engine: Any, tokenizer: Any, params_cls=None, vocab: Any = None) -> None:
+    def __init__(self, engine: Any, tokenizer: Any, vocab: Any = None) -> None:
         self.engine = engine
         self.tokenizer = tokenizer
-        self.params_cls = params_cls
         self.vocab = vocab  # constraints Vocabulary: exact token bytes for logprobs, when known
 
     def _token_bytes(self, token_id: int) -> list[int] | None:
@@ -50,17 +49,17 @@ class Runner:
     def check(self, job: Job) -> None:
         """Build the engine parameters once at admission, so that a value the engine refuses
         is a 400 before the response starts rather than a failed stream."""
-        sampling_params(job, 0, self.params_cls)
+        choice_params(job, 0)
 
     def _token_text(self, token_id: int) -> str:
         return self.tokenizer.decode([token_id], skip_special_tokens=False)
 
-    def _logprobs(self, completion: Any) -> list[TokenLogprob]:
+    def _logprobs(self, completion: Any) -> list[DecodedLogprob]:
         """Engine TokenLogprob entries -> ours, with token texts (one per generated token)."""
         result = []
         for entry in getattr(completion, "logprobs", None) or []:
             top = sorted(entry.top.items(), key=lambda kv: -kv[1])
-            result.append(TokenLogprob(self._token_text(entry.token_id), entry.token_id, float(entry.logprob),
+            result.append(DecodedLogprob(self._token_text(entry.token_id), entry.token_id, float(entry.logprob),
                                        [(self._token_text(t), t, float(lp)) for t, lp in top],
                                        self._token_bytes(entry.token_id),
                                        [self._token_bytes(t) for t, _ in top]))
@@ -79,7 +78,7 @@ class Runner:
                 if finish is not None:
                     phase.finish_reason, phase.stop_reason = finish, completion.stop_reason
                 passes = final or finish in ("length", "abort", "error")
-                await queue.put(Delta(
+                await queue.put(ChoiceDelta(
                     index=index, text=completion.text or "", token_ids=list(completion.token_ids or []),
                     logprobs=self._logprobs(completion), finish_reason=finish if passes else None,
                     error=completion.error if finish == "error" else None,
@@ -93,19 +92,19 @@ class Runner:
             if job.reasoning_aware and job.constraint is not None:
                 await self._reason_then_answer(job, index, request_id, queue)
             else:
-                params = sampling_params(job, index, self.params_cls)
+                params = choice_params(job, index)
                 await self._run_phase(job.prompt_token_ids, params, request_id, index, queue, "content", True)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # one choice failing must not take the others down
-            await queue.put(Delta(index=index, finish_reason="error", error=str(exc)))
+            await queue.put(ChoiceDelta(index=index, finish_reason="error", error=str(exc)))
         finally:
             await queue.put(_DONE)
 
     async def _reason_then_answer(self, job: Job, index: int, request_id: str, queue: asyncio.Queue) -> None:
         tag_id = self.tokenizer.token_to_id(job.reasoning_end)
-        think = sampling_params(job, index, self.params_cls, phase="reasoning",
-                                stop_token_ids=[tag_id] if tag_id is not None else None)
+        think = choice_params(job, index, phase="reasoning",
+                              stop_token_ids=[tag_id] if tag_id is not None else None)
         first = await self._run_phase(job.prompt_token_ids, think, f"{request_id}-think", index, queue,
                                       "reasoning", False)
         if first.finish_reason != "stop":
@@ -116,14 +115,14 @@ class Runner:
             while ids and ids[-1] in self.tokenizer.eos_token_ids:
                 ids.pop()
             ids += self.tokenizer.encode(job.reasoning_end, add_special_tokens=False)
-        remaining = job.sampling.max_tokens - len(first.token_ids)
+        remaining = job.params.max_tokens - len(first.token_ids)
         if remaining < 1:
-            await queue.put(Delta(index=index, finish_reason="length"))
+            await queue.put(ChoiceDelta(index=index, finish_reason="length"))
             return
-        answer = sampling_params(job, index, self.params_cls, max_tokens=remaining)
+        answer = choice_params(job, index, max_tokens=remaining)
         await self._run_phase(job.prompt_token_ids + ids, answer, request_id, index, queue, "content", True)
 
-    async def stream(self, job: Job, request_id: str) -> AsyncIterator[Delta]:
+    async def stream(self, job: Job, request_id: str) -> AsyncIterator[ChoiceDelta]:
         """Deltas of all choices, interleaved as they arrive; every choice ends with a finish."""
         queue: asyncio.Queue = asyncio.Queue()
         ids = [f"{request_id}-{i}" for i in range(job.n)]
@@ -141,7 +140,7 @@ class Runner:
                 yield item
             for i in range(job.n):  # an engine stream that ended without a finish reason
                 if i not in finished:
-                    yield Delta(index=i, finish_reason="error", error="the engine ended the request early")
+                    yield ChoiceDelta(index=i, finish_reason="error", error="the engine ended the request early")
         finally:
             for task in tasks:
                 if not task.done():

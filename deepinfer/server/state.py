@@ -17,10 +17,10 @@ from pydantic import BaseModel, ValidationError
 
 from deepinfer.server.config import ServerConfig
 from deepinfer.server.errors import APIError, bad_request, from_validation_error
-from deepinfer.server.job import ChoiceResult, Job, Usage
 from deepinfer.server.metrics import Metrics
 from deepinfer.server.runner import Runner
 from deepinfer.server.validation import ConstraintValidator
+from deepinfer.types import ChoiceResult, Job, Usage
 
 
 @dataclass

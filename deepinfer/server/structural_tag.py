@@ -17,14 +17,18 @@ reads the request's spelling and names the field of every refusal.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
 from deepinfer.constraints import compose
 from deepinfer.constraints.errors import ConstraintError
-from deepinfer.server.constraint_spec import ConstraintSpec
-from deepinfer.server.errors import bad_request
+from deepinfer.server.errors import bad_request, from_validation_error
+from deepinfer.server.protocol.openai import ResponseFormatStructuralTag
 from deepinfer.server.validation import check_schema
+from deepinfer.types import ConstraintSpec
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,24 @@ def structural_tag_spec(fmt, source: str, whitespace: str | None) -> ConstraintS
         tags = [Tag(s.begin, s.schema_, s.end, f"{source}.structures[{i}]") for i, s in enumerate(fmt.structures)]
         triggers, at_least_one, stop_after_first = fmt.triggers, False, False
     return build(tags, triggers, source, whitespace, at_least_one, stop_after_first)
+
+
+def structural_tag_field(value: Any, source: str, whitespace: str | None) -> ConstraintSpec:
+    """A structural tag given as an object or JSON text outside `response_format` (vLLM's
+    `structured_outputs.structural_tag`)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise bad_request(f"'{source}' is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+                              param=source) from None
+    if not isinstance(value, dict):
+        raise bad_request(f"'{source}' must be a structural tag object", param=source)
+    try:
+        fmt = ResponseFormatStructuralTag.model_validate({"type": "structural_tag", **value})
+    except ValidationError as exc:
+        raise bad_request(f"'{source}': {from_validation_error(exc).message}", param=source) from None
+    return structural_tag_spec(fmt, source, whitespace)
 
 
 def _triggered_tags(obj: dict, source: str):

@@ -34,9 +34,10 @@ from typing import Any
 from deepinfer.constraints import compose
 from deepinfer.constraints.compose import HERMES, CallFormat
 from deepinfer.constraints.errors import ConstraintError
-from deepinfer.server.constraint_spec import ConstraintSpec, ToolDecl, single_constraint
+from deepinfer.server.constraint_spec import single_constraint
 from deepinfer.server.errors import APIError, bad_request
 from deepinfer.server.validation import check_schema
+from deepinfer.types import ChoiceResult, ConstraintSpec, Job, ToolDecl
 
 
 def call_format(tool_mode: str) -> CallFormat:
@@ -188,7 +189,7 @@ def request_constraint(candidates: list[ConstraintSpec], tools: list[ToolDecl], 
     return answer
 
 
-def resolve_tool_calls(job, result) -> None:
+def resolve_tool_calls(job: Job, result: ChoiceResult) -> None:
     """Parse a finished choice's calls out of its text (once); `result.text` keeps the text before them.
 
     A choice cut off by max_tokens (or a stop sequence) keeps the calls it completed

@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from deepinfer.server.config import ServerConfig
-from deepinfer.server.constraint_spec import ConstraintSpec, ToolDecl, extra_field_specs
 from deepinfer.server.errors import bad_request
-from deepinfer.server.job import Job, Sampling
+from deepinfer.server.extra_fields import extra_field_specs
+from deepinfer.server.params import client_params
 from deepinfer.server.prompt import check_context, render_chat
 from deepinfer.server.protocol.anthropic import MessagesRequest, ToolResultBlock, ToolUseBlock
 from deepinfer.server.tool_calls import request_constraint
+from deepinfer.types import ConstraintSpec, Job, ToolDecl
 
 
 def _text_of(content) -> str:
@@ -83,14 +84,15 @@ def messages_job(req: MessagesRequest, tokenizer: Any, config: ServerConfig) -> 
     constraint = request_constraint(candidates, tools, mode, named, parallel, config.json_whitespace)
     text, ids = render_chat(tokenizer, chat_messages(req), tools if mode != "none" else [])
     check_context(ids, req.max_tokens, config.max_model_len)
-    sampling = Sampling(max_tokens=req.max_tokens, temperature=req.temperature, top_p=req.top_p,
-                        top_k=req.top_k, seed=req.seed, stop=list(req.stop_sequences or []))
+    params = client_params(max_tokens=req.max_tokens, temperature=req.temperature, top_p=req.top_p,
+                           top_k=req.top_k, seed=req.seed, stop=list(req.stop_sequences or []),
+                           json_whitespace=config.json_whitespace)
     if req.reasoning_aware is not None:
         reasoning = req.reasoning_aware
     elif req.thinking is not None:
         reasoning = req.thinking.type != "disabled"
     else:
         reasoning = config.reasoning_aware
-    return Job(prompt_token_ids=ids, prompt_text=text, sampling=sampling, constraint=constraint,
-               tool_mode=mode, tools=tools, parallel_tool_calls=parallel, reasoning_aware=reasoning, reasoning_end=config.reasoning_end,
-               json_whitespace=config.json_whitespace)
+    return Job(prompt_token_ids=ids, prompt_text=text, params=params, constraint=constraint,
+               tool_mode=mode, tools=tools, parallel_tool_calls=parallel, reasoning_aware=reasoning,
+               reasoning_end=config.reasoning_end)

@@ -11,14 +11,15 @@ import json
 from typing import Any
 
 from deepinfer.server.config import ServerConfig
-from deepinfer.server.constraint_spec import (ConstraintSpec, ToolDecl, extra_field_specs, json_object_spec,
-                                              single_constraint)
+from deepinfer.server.constraint_spec import json_object_spec, single_constraint
 from deepinfer.server.errors import bad_request
-from deepinfer.server.job import Job, Sampling
+from deepinfer.server.extra_fields import extra_field_specs
+from deepinfer.server.params import client_params
 from deepinfer.server.prompt import check_context, render_chat, render_text
 from deepinfer.server.protocol.openai import ChatCompletionRequest, CompletionRequest
 from deepinfer.server.structural_tag import structural_tag_spec
 from deepinfer.server.tool_calls import request_constraint
+from deepinfer.types import ConstraintSpec, Job, SamplingParams, ToolDecl
 
 
 def response_format_spec(fmt, whitespace: str | None = None,
@@ -56,12 +57,12 @@ def logit_bias(bias: dict[str, float] | None) -> dict[int, float] | None:
         raise bad_request("'logit_bias' keys must be token ids", param="logit_bias") from None
 
 
-def sampling(req, max_tokens: int, logprobs: int | None) -> Sampling:
-    return Sampling(max_tokens=max_tokens, temperature=req.temperature, top_p=req.top_p,
-                    top_k=req.top_k, min_p=req.min_p, seed=req.seed, stop=stop_list(req.stop),
-                    presence_penalty=req.presence_penalty, frequency_penalty=req.frequency_penalty,
-                    repetition_penalty=req.repetition_penalty, logit_bias=logit_bias(req.logit_bias),
-                    logprobs=logprobs)
+def sampling(req, max_tokens: int, logprobs: int | None, config: ServerConfig) -> SamplingParams:
+    return client_params(n=req.n, max_tokens=max_tokens, temperature=req.temperature, top_p=req.top_p,
+                         top_k=req.top_k, min_p=req.min_p, seed=req.seed, stop=stop_list(req.stop),
+                         presence_penalty=req.presence_penalty, frequency_penalty=req.frequency_penalty,
+                         repetition_penalty=req.repetition_penalty, logit_bias=logit_bias(req.logit_bias),
+                         logprobs=logprobs, json_whitespace=config.json_whitespace)
 
 
 def _text(content) -> str:
@@ -144,10 +145,9 @@ def chat_job(req: ChatCompletionRequest, tokenizer: Any, config: ServerConfig) -
     max_tokens = config.max_tokens(max_tokens_field(req), len(ids))
     check_context(ids, max_tokens, config.max_model_len)
     logprobs = (req.top_logprobs or 0) if req.logprobs else None
-    return Job(prompt_token_ids=ids, prompt_text=text, sampling=sampling(req, max_tokens, logprobs),
-               n=req.n, constraint=constraint, tool_mode=mode, tools=tools, parallel_tool_calls=parallel,
-               reasoning_aware=_reasoning(req, config), reasoning_end=config.reasoning_end,
-               json_whitespace=config.json_whitespace)
+    return Job(prompt_token_ids=ids, prompt_text=text, params=sampling(req, max_tokens, logprobs, config),
+               constraint=constraint, tool_mode=mode, tools=tools, parallel_tool_calls=parallel,
+               reasoning_aware=_reasoning(req, config), reasoning_end=config.reasoning_end)
 
 
 def completion_job(req: CompletionRequest, tokenizer: Any, config: ServerConfig) -> Job:
@@ -178,8 +178,8 @@ def completion_job(req: CompletionRequest, tokenizer: Any, config: ServerConfig)
     constraint = single_constraint(candidates + extra_field_specs(req, config.json_whitespace))
     max_tokens = config.max_tokens(req.max_tokens, len(ids))
     check_context(ids, max_tokens, config.max_model_len)
-    return Job(prompt_token_ids=ids, prompt_text=text, sampling=sampling(req, max_tokens, req.logprobs),
-               n=req.n, constraint=constraint, json_whitespace=config.json_whitespace)
+    return Job(prompt_token_ids=ids, prompt_text=text, params=sampling(req, max_tokens, req.logprobs, config),
+               constraint=constraint)
 
 
 def _reasoning(req, config: ServerConfig) -> bool:

@@ -6,14 +6,16 @@ import json
 from typing import Any
 
 from deepinfer.server.config import ServerConfig
-from deepinfer.server.constraint_spec import ConstraintSpec, ToolDecl, extra_field_specs, json_object_spec
+from deepinfer.server.constraint_spec import json_object_spec
 from deepinfer.server.errors import bad_request
-from deepinfer.server.job import Job, Sampling
+from deepinfer.server.extra_fields import extra_field_specs
+from deepinfer.server.params import client_params
 from deepinfer.server.prompt import check_context, render_chat
 from deepinfer.server.protocol.responses import (FunctionCallItem, FunctionCallOutputItem,
                                                  ResponsesRequest)
 from deepinfer.server.tool_calls import request_constraint
 from deepinfer.server.translate_openai import stop_list
+from deepinfer.types import ConstraintSpec, Job, ToolDecl
 
 
 def input_messages(req: ResponsesRequest) -> list[dict[str, Any]]:
@@ -75,10 +77,10 @@ def responses_job(req: ResponsesRequest, tokenizer: Any, config: ServerConfig) -
     text, ids = render_chat(tokenizer, input_messages(req), tools if mode != "none" else [])
     max_tokens = config.max_tokens(req.max_output_tokens, len(ids))
     check_context(ids, max_tokens, config.max_model_len)
-    sampling = Sampling(max_tokens=max_tokens, temperature=req.temperature, top_p=req.top_p,
-                        top_k=req.top_k, min_p=req.min_p, seed=req.seed, stop=stop_list(req.stop),
-                        logprobs=_logprobs(req))
+    params = client_params(max_tokens=max_tokens, temperature=req.temperature, top_p=req.top_p,
+                           top_k=req.top_k, min_p=req.min_p, seed=req.seed, stop=stop_list(req.stop),
+                           logprobs=_logprobs(req), json_whitespace=config.json_whitespace)
     reasoning = config.reasoning_aware if req.reasoning_aware is None else req.reasoning_aware
-    return Job(prompt_token_ids=ids, prompt_text=text, sampling=sampling, constraint=constraint,
-               tool_mode=mode, tools=tools, parallel_tool_calls=parallel, reasoning_aware=reasoning, reasoning_end=config.reasoning_end,
-               json_whitespace=config.json_whitespace)
+    return Job(prompt_token_ids=ids, prompt_text=text, params=params, constraint=constraint,
+               tool_mode=mode, tools=tools, parallel_tool_calls=parallel, reasoning_aware=reasoning,
+               reasoning_end=config.reasoning_end)

@@ -18,8 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 from deepinfer.errors import UserError
-from deepinfer.server.constraint_spec import ConstraintSpec
 from deepinfer.server.errors import bad_request
+from deepinfer.types import ConstraintSpec
 
 
 def check_schema(spec: ConstraintSpec) -> None:

@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from deepinfer.server.constraint_spec import (ConstraintSpec, grammar_syntax, regex_for_choices,
-                                              single_constraint)
+from deepinfer.server.constraint_spec import grammar_syntax, regex_for_choices, single_constraint
 from deepinfer.server.errors import APIError
+from deepinfer.types import ConstraintSpec
 
 
 def test_choices_are_escaped_literals():

@@ -10,9 +10,11 @@ import json
 
 import pytest
 
-from deepinfer.server.constraint_spec import ConstraintSpec, ToolDecl
+from deepinfer.constraints.compose import BARE
 from deepinfer.server.errors import APIError
-from deepinfer.server.tool_calls import parse_tool_calls, request_constraint, resolve_tool_calls, tool_call_constraint
+from deepinfer.server.tool_calls import (TextGate, parse_tool_calls, request_constraint, resolve_tool_calls,
+                                         tool_call_constraint)
+from deepinfer.types import ChoiceResult, ConstraintSpec, Job, SamplingParams, ToolDecl
 from server_helpers import accepts
 
 WEATHER = ToolDecl("get_weather", None, {"type": "object", "properties": {"city": {"enum": ["Paris", "Oslo"]}},
@@ -72,15 +74,12 @@ def test_forced_calls_are_a_bare_object_or_an_array(compiler):
 
 
 def test_forced_parse_and_cut_off_calls():
-    from deepinfer.server.job import ChoiceResult, Job, Sampling
-    from deepinfer.constraints.compose import BARE
-
     two = "[" + bare("get_time", {"zone": "CET"}) + ", " + bare("get_weather", {"city": "Oslo"})
     assert parse_tool_calls(two + "]", [WEATHER, TIME], BARE).calls == [("get_time", {"zone": "CET"}),
                                                                         ("get_weather", {"city": "Oslo"})]
     assert parse_tool_calls(bare("get_time", {"zone": "UTC"}), [TIME], BARE).calls == [("get_time", {"zone": "UTC"})]
     assert parse_tool_calls(two, [WEATHER, TIME], BARE) is None  # unclosed: only with partial=True
-    job = Job(prompt_token_ids=[1], prompt_text="", sampling=Sampling(max_tokens=5), tool_mode="forced",
+    job = Job(prompt_token_ids=[1], prompt_text="", params=SamplingParams(max_tokens=5), tool_mode="forced",
               tools=[WEATHER, TIME])
     cut = ChoiceResult(0, text=two + ', {"name": "get_ti', finish_reason="length")
     resolve_tool_calls(job, cut)
@@ -123,10 +122,6 @@ def test_parse_calls_with_leading_text():
 
 
 def test_text_gate_streams_text_but_never_a_call():
-    from deepinfer.server.tool_calls import TextGate
-
-    from deepinfer.constraints.compose import BARE
-
     forced = TextGate(BARE)
     assert forced.push('{"name"') == "" and forced.finish(False) == '{"name"'
     gate = TextGate()
