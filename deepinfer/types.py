@@ -160,6 +160,7 @@ class RequestOutput:
     prompt: str | None = None
     num_cached_tokens: int = 0            # prompt tokens served from the prefix cache
     ttft: float | None = None             # arrival -> first token
+    queue_time: float | None = None       # arrival -> first scheduled (its constraint compiled by then)
     total_time: float | None = None       # arrival -> finish
 
     @property
@@ -193,6 +194,7 @@ class Request:
     sequences: list[Any] = field(default_factory=list)
     compiled: Any = None                 # the CompiledConstraint, once compiled
     error: str | None = None
+    first_scheduled_time: float | None = None
     first_token_time: float | None = None
     finish_time: float | None = None
 

@@ -82,12 +82,13 @@ def request_delta(request: Request, seqs: list[Sequence]) -> RequestOutput:
     finished = request.is_finished
     if finished and request.finish_time is None:
         request.finish_time = now
-    first = request.first_token_time
+    first, scheduled = request.first_token_time, request.first_scheduled_time
     return RequestOutput(
         request_id=request.request_id, prompt_token_ids=request.prompt_token_ids,
         outputs=[take_delta(s) for s in seqs], finished=finished, prompt=request.prompt,
         num_cached_tokens=max((s.num_cached_prompt for s in request.sequences), default=0),
         ttft=None if first is None else first - request.arrival_time,
+        queue_time=None if scheduled is None else scheduled - request.arrival_time,
         total_time=None if request.finish_time is None else request.finish_time - request.arrival_time)
 
 
@@ -110,4 +111,5 @@ def merge(into: RequestOutput | None, delta: RequestOutput) -> RequestOutput:
     into.outputs.sort(key=lambda o: o.index)
     into.finished, into.num_cached_tokens = delta.finished, delta.num_cached_tokens
     into.ttft, into.total_time = delta.ttft or into.ttft, delta.total_time
+    into.queue_time = delta.queue_time or into.queue_time
     return into

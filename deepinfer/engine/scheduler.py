@@ -12,6 +12,7 @@ Knows nothing about the model, sampling or constraints.
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from dataclasses import dataclass
 
@@ -105,6 +106,8 @@ class Scheduler:
             if seq.num_computed == 0 and not seq.output_token_ids:
                 seq.num_cached_prompt = cached
             seq.table, seq.num_computed, seq.status = table, cached, RequestStatus.RUNNING
+            if seq.request.first_scheduled_time is None:  # queue time ends here (not at a resume)
+                seq.request.first_scheduled_time = time.perf_counter()
             self.running.append(seq)
             batch.append(ScheduledSeq(seq, num_new))
             budget -= num_new
