@@ -13,10 +13,11 @@ import logging
 import time
 
 from fastapi import Depends, FastAPI, Request
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from deepinfer.server.errors import APIError
+from deepinfer.server.metrics import CONTENT_TYPE
 from deepinfer.server.routes_anthropic import router as anthropic_router
 from deepinfer.server.routes_openai import router as openai_router
 from deepinfer.server.routes_responses import router as responses_router
@@ -65,11 +66,11 @@ class MetricsMiddleware:
             await send(message)
 
         metrics = self.state.metrics
-        metrics.in_flight += 1
+        metrics.in_flight.inc()
         try:
             await self.app(scope, receive, send_wrapper)
         finally:
-            metrics.in_flight -= 1
+            metrics.in_flight.dec()
             path = scope["path"]
             metrics.record_request(path if path in ROUTES else "other", status["code"])
 
@@ -117,9 +118,7 @@ def create_app(state: ServerState) -> FastAPI:
 
     @app.get("/metrics", dependencies=secured)
     async def metrics(request: Request):
-        st = get_state(request)
-        return PlainTextResponse(st.metrics.render(st.engine_stats()),
-                                 media_type="text/plain; version=0.0.4")
+        return Response(get_state(request).metrics.render(), media_type=CONTENT_TYPE)
 
     for router in (openai_router, responses_router, anthropic_router):
         app.include_router(router, dependencies=secured)

@@ -20,9 +20,9 @@ from deepinfer.server.validation import ConstraintValidator
 
 
 def build_state(engine: Any, tokenizer: Any, compiler: Any, config: ServerConfig) -> ServerState:
-    metrics = Metrics()
+    metrics = Metrics(engine)
     return ServerState(config=config, engine=engine, tokenizer=tokenizer,
-                       runner=Runner(engine, tokenizer, getattr(compiler, "vocab", None)),
+                       runner=Runner(engine, tokenizer, getattr(compiler, "vocab", None), metrics.record_choice),
                        validator=ConstraintValidator(compiler, metrics.record_compile, config.json_whitespace,
                                                      config.compile_timeout_s),
                        metrics=metrics)

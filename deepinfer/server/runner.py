@@ -10,15 +10,20 @@ the reasoning end tag (`</think>`), then the constrained answer with the
 reasoning appended to the prompt (a prefix-cache hit, so cheap). If the model
 stops without closing its reasoning, the tag is appended for it, so a
 constrained answer always follows; only running out of tokens ends without one.
+
+Every choice that finishes (stop or length) reports its latencies (`ChoiceTiming`)
+to `on_choice`: the /metrics histograms.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from deepinfer.server.metrics import ChoiceTiming
 from deepinfer.server.params import choice_params
 from deepinfer.types import ChoiceDelta, ChoiceResult, DecodedLogprob, Job
 
@@ -34,11 +39,38 @@ class _Phase:
     stop_reason: Any = None
 
 
+@dataclass
+class _Clock:
+    """One choice's timestamps (perf_counter seconds), across its engine requests."""
+
+    start: float = field(default_factory=time.perf_counter)
+    first_token: float | None = None
+    tokens: int = 0
+    queue: float | None = None  # the engine's arrival-to-scheduling time of its first request
+    finish: str | None = None
+
+    def saw(self, out: Any, token_ids: list[int]) -> None:
+        if token_ids and self.first_token is None:
+            self.first_token = time.perf_counter()
+        self.tokens += len(token_ids)
+        if self.queue is None:
+            self.queue = getattr(out, "queue_time", None)
+
+    def timing(self) -> ChoiceTiming:
+        end = time.perf_counter()
+        first = self.first_token
+        tpot = (end - first) / (self.tokens - 1) if first is not None and self.tokens > 1 else None
+        return ChoiceTiming(e2e=end - self.start, ttft=None if first is None else first - self.start,
+                            tpot=tpot, queue=self.queue)
+
+
 class Runner:
-    def __init__(self, engine: Any, tokenizer: Any, vocab: Any = None) -> None:
+    def __init__(self, engine: Any, tokenizer: Any, vocab: Any = None,
+                 on_choice: Callable[[ChoiceTiming], None] | None = None) -> None:
         self.engine = engine
         self.tokenizer = tokenizer
         self.vocab = vocab  # constraints Vocabulary: exact token bytes for logprobs, when known
+        self.on_choice = on_choice
 
     def _token_bytes(self, token_id: int) -> list[int] | None:
         table = getattr(self.vocab, "token_bytes", None)
@@ -66,7 +98,7 @@ class Runner:
         return result
 
     async def _run_phase(self, prompt_ids: list[int], params: Any, request_id: str, index: int,
-                         queue: asyncio.Queue, kind: str, final: bool) -> _Phase:
+                         queue: asyncio.Queue, kind: str, final: bool, clock: _Clock) -> _Phase:
         """Stream one engine request into `queue`; finish reasons pass through only if `final`."""
         phase = _Phase()
         async for out in self.engine.add_request(prompt_token_ids=prompt_ids, params=params,
@@ -75,9 +107,12 @@ class Runner:
                 finish = completion.finish_reason
                 finish = None if finish is None else str(getattr(finish, "value", finish))
                 phase.token_ids += list(completion.token_ids or [])
+                clock.saw(out, list(completion.token_ids or []))
                 if finish is not None:
                     phase.finish_reason, phase.stop_reason = finish, completion.stop_reason
                 passes = final or finish in ("length", "abort", "error")
+                if passes and finish is not None:
+                    clock.finish = finish
                 await queue.put(ChoiceDelta(
                     index=index, text=completion.text or "", token_ids=list(completion.token_ids or []),
                     logprobs=self._logprobs(completion), finish_reason=finish if passes else None,
@@ -88,12 +123,16 @@ class Runner:
         return phase
 
     async def _pump(self, job: Job, index: int, request_id: str, queue: asyncio.Queue) -> None:
+        clock = _Clock()
         try:
             if job.reasoning_aware and job.constraint is not None:
-                await self._reason_then_answer(job, index, request_id, queue)
+                await self._reason_then_answer(job, index, request_id, queue, clock)
             else:
                 params = choice_params(job, index)
-                await self._run_phase(job.prompt_token_ids, params, request_id, index, queue, "content", True)
+                await self._run_phase(job.prompt_token_ids, params, request_id, index, queue, "content", True,
+                                      clock)
+            if self.on_choice is not None and clock.finish in ("stop", "length"):
+                self.on_choice(clock.timing())
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # one choice failing must not take the others down
@@ -101,12 +140,13 @@ class Runner:
         finally:
             await queue.put(_DONE)
 
-    async def _reason_then_answer(self, job: Job, index: int, request_id: str, queue: asyncio.Queue) -> None:
+    async def _reason_then_answer(self, job: Job, index: int, request_id: str, queue: asyncio.Queue,
+                                  clock: _Clock) -> None:
         tag_id = self.tokenizer.token_to_id(job.reasoning_end)
         think = choice_params(job, index, phase="reasoning",
                               stop_token_ids=[tag_id] if tag_id is not None else None)
         first = await self._run_phase(job.prompt_token_ids, think, f"{request_id}-think", index, queue,
-                                      "reasoning", False)
+                                      "reasoning", False, clock)
         if first.finish_reason != "stop":
             return  # length / abort / error already went out as this choice's finish
         ids = list(first.token_ids)
@@ -117,10 +157,12 @@ class Runner:
             ids += self.tokenizer.encode(job.reasoning_end, add_special_tokens=False)
         remaining = job.params.max_tokens - len(first.token_ids)
         if remaining < 1:
+            clock.finish = "length"
             await queue.put(ChoiceDelta(index=index, finish_reason="length"))
             return
         answer = choice_params(job, index, max_tokens=remaining)
-        await self._run_phase(job.prompt_token_ids + ids, answer, request_id, index, queue, "content", True)
+        await self._run_phase(job.prompt_token_ids + ids, answer, request_id, index, queue, "content", True,
+                              clock)
 
     async def stream(self, job: Job, request_id: str) -> AsyncIterator[ChoiceDelta]:
         """Deltas of all choices, interleaved as they arrive; every choice ends with a finish."""

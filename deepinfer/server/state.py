@@ -32,15 +32,6 @@ class ServerState:
     validator: ConstraintValidator
     metrics: Metrics
 
-    def engine_stats(self) -> dict | None:
-        stats = getattr(self.engine, "stats", None)
-        if stats is None:
-            return None
-        value = stats()
-        if hasattr(value, "__dataclass_fields__"):
-            value = {k: getattr(value, k) for k in value.__dataclass_fields__}
-        return value if isinstance(value, dict) else None
-
 
 def get_state(request: Request) -> ServerState:
     return request.app.state.deepinfer
