@@ -7,6 +7,7 @@ config.py and a line here.
 from __future__ import annotations
 
 from deepinfer.model.deepseek import build_deepseek_v3
+from deepinfer.model.deepseek_v4 import DeepseekV4Model
 from deepinfer.model.llama import build_llama
 
 ARCHITECTURES = {
@@ -15,4 +16,5 @@ ARCHITECTURES = {
     "Qwen2ForCausalLM": build_llama,
     "Qwen3ForCausalLM": build_llama,
     "DeepseekV3ForCausalLM": build_deepseek_v3,
+    "DeepseekV4ForCausalLM": DeepseekV4Model,
 }

@@ -12,11 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from deepinfer.errors import ModelLoadError
+from deepinfer.model.deepseek_v4_config import DeepseekV4Config, parse_deepseek_v4
 from deepinfer.model.rope import RopeConfig, parse_rope, yarn_get_mscale
 
 LLAMA_STYLE = ("LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM")
 DEEPSEEK_STYLE = ("DeepseekV3ForCausalLM",)
-SUPPORTED_ARCHITECTURES = LLAMA_STYLE + DEEPSEEK_STYLE
+DEEPSEEK_V4_STYLE = ("DeepseekV4ForCausalLM",)
+SUPPORTED_ARCHITECTURES = LLAMA_STYLE + DEEPSEEK_STYLE + DEEPSEEK_V4_STYLE
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,7 @@ class ModelConfig:
     qk_norm: bool = False  # Qwen3: RMSNorm over each head of q and k
     mla: MLAConfig | None = None
     moe: MoEConfig | None = None
+    deepseek_v4: DeepseekV4Config | None = None  # DeepSeek-V4: its own attention, cache and MoE
     bos_token_id: int | None = None
     eos_token_ids: tuple[int, ...] = ()
 
@@ -141,6 +144,8 @@ def parse_config(raw: dict[str, Any], source: str = "config.json") -> ModelConfi
                                             "(float32/bfloat16/float16 safetensors) or GGUF files are supported")
     if f.optional("hidden_act", str, "silu") not in ("silu", "swish"):
         raise f.fail("hidden_act", f"is '{raw['hidden_act']}'; only 'silu' (SwiGLU) is supported")
+    if arch in DEEPSEEK_V4_STYLE:
+        return _deepseek_v4(f, arch)
     common = dict(
         architecture=arch,
         vocab_size=f.required("vocab_size", int, positive=True),
@@ -260,6 +265,21 @@ def _deepseek(f: _Fields, common: dict[str, Any]) -> ModelConfig:
         sliding_window=None, layer_sliding_windows=(None,) * common["num_layers"],
         qkv_bias=f.optional("attention_bias", bool, False), o_bias=f.optional("attention_bias", bool, False),
         mla=mla, moe=moe)
+
+
+def _deepseek_v4(f: _Fields, arch: str) -> ModelConfig:
+    """The common fields of a V4 model; its attention and MoE read only `deepseek_v4`."""
+    v4 = parse_deepseek_v4(f)
+    return ModelConfig(
+        architecture=arch, vocab_size=f.required("vocab_size", int, positive=True), hidden_size=v4.hidden_size,
+        num_layers=v4.num_layers, num_heads=v4.num_heads, num_kv_heads=1, head_dim=v4.head_dim,
+        v_head_dim=v4.head_dim, intermediate_size=v4.moe_intermediate_size, rms_norm_eps=v4.rms_norm_eps,
+        hidden_act="silu", tie_word_embeddings=f.optional("tie_word_embeddings", bool, False),
+        max_position_embeddings=f.optional("max_position_embeddings", int, 1048576), rope=v4.main_rope,
+        softmax_scale=v4.head_dim ** -0.5, sliding_window=v4.sliding_window,
+        layer_sliding_windows=(v4.sliding_window,) * v4.num_layers, deepseek_v4=v4,
+        bos_token_id=f.raw["bos_token_id"] if type(f.raw.get("bos_token_id")) is int else None,
+        eos_token_ids=_eos_ids(f))
 
 
 def _mla_softmax_scale(rope: RopeConfig, qk_head_dim: int) -> float:

@@ -58,6 +58,8 @@ def _ignored_tensors(config: ModelConfig) -> Callable[[str], bool]:
     def ignored(name: str) -> bool:
         if "rotary_emb." in name:  # old exports store rotary inv_freq buffers
             return True
+        if config.deepseek_v4 is not None and _V4_MTP.search(name):  # DeepSeek-V4's MTP layers
+            return True
         # DeepSeek-V3 checkpoints carry multi-token-prediction layers after the last decoder layer.
         match = _LAYER.match(name)
         return config.mla is not None and match is not None and int(match.group(1)) >= config.num_layers
@@ -66,6 +68,7 @@ def _ignored_tensors(config: ModelConfig) -> Callable[[str], bool]:
 
 
 _LAYER = re.compile(r"model\.layers\.(\d+)\.")
+_V4_MTP = re.compile(r"(^|\.)mtp\.")  # transformers' _keys_to_ignore_on_load_unexpected for V4
 
 
 def _read_json(file: Path) -> dict[str, Any]:

@@ -32,6 +32,9 @@ class TensorSource:
     def has(self, name: str) -> bool:
         return name in self.locations
 
+    def names(self) -> list[str]:
+        return list(self.locations)
+
     def take(self, name: str, shape: tuple[int, ...], dtype: torch.dtype | None = None) -> torch.Tensor:
         if name not in self.locations:
             raise ModelLoadError(f"{self.where}: tensor '{name}' is missing (expected shape {list(shape)}). "

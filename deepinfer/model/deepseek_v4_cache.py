@@ -1,0 +1,221 @@
+"""Per-sequence decode state of a DeepSeek-V4 model, dense, and the packed batch a forward pass takes.
+
+V4 attention cannot go through the generic `KVCache.attend` protocol: besides the
+sliding-window keys, CSA/HCA layers attend compressed entries that are built from whole
+windows of tokens, so a sequence's state also holds the compressed entries emitted so far
+and the per-token projections of the window still being filled. This module owns that
+state and its bookkeeping (append, trim, rollback); the math that fills it lives in
+deepseek_v4_compressor.py and deepseek_v4_attention.py.
+
+State layout of one sequence of `num_tokens` tokens, per layer (D = head_dim,
+Di = index_head_dim, r = the layer's compress rate; tensors in the model dtype):
+
+  every layer    window.kv        [n_w, D]   K=V of positions [num_tokens - n_w, num_tokens),
+                                             n_w <= sliding_window - 1 (+ rollback margin)
+  HCA layer      compressor       entries [num_tokens // r, D]: entry w pools positions [w r, w r + r)
+                                  pending_kv / pending_gate [n_p, D]: projections of positions
+                                  [pending_start, num_tokens), pending_start = a multiple of r
+  CSA layer      compressor       like HCA at width 2D: channels [:D] of window w-1 and [D:] of
+                                  window w pool into entry w, so pending also keeps the last
+                                  complete window
+                 indexer          the same at index width: entries [num_tokens // r, Di],
+                                  pending [n_p, 2 Di] (the Lightning Indexer's keys)
+
+`truncate(length)` rolls a sequence back cheaply for any length >= `min_length`, which
+trails `num_tokens` by the `max_rollback` margin the cache was made with: enough window
+rows and pending projections are kept to rebuild the state of any such length.
+Compressed entries are never dropped except by `truncate`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from deepinfer.model.deepseek_v4_config import CSA, SLIDING, DeepseekV4Config
+
+
+@dataclass
+class WindowKV:
+    """Sliding-window K=V of one layer: rows for positions [end - len(kv), end)."""
+
+    kv: torch.Tensor  # [n_w, head_dim]
+
+    def extend(self, new: torch.Tensor) -> torch.Tensor:
+        """Append new rows [n, D]; returns every kept row [n_w + n, D]."""
+        self.kv = torch.cat([self.kv, new]) if self.kv.shape[0] else new
+        return self.kv
+
+    def keep_from(self, first: int, end: int) -> None:
+        """Drop rows of positions < first (rows end at position `end`)."""
+        start = end - self.kv.shape[0]
+        if first > start:
+            self.kv = self.kv[first - start:]
+
+
+@dataclass
+class CompressorState:
+    """One compressor branch of one layer: its compressed entries and its unpooled tail."""
+
+    rate: int
+    overlap: bool  # CSA: entry w also pools window w-1, so the last complete window stays pending
+    entries: torch.Tensor  # [E, dim], entry w for window w
+    pending_kv: torch.Tensor  # [n_p, width], positions [pending_start, pending_start + n_p)
+    pending_gate: torch.Tensor  # [n_p, width], gate logits before the position bias
+    pending_start: int = 0
+
+    @property
+    def num_entries(self) -> int:
+        return self.entries.shape[0]
+
+    @property
+    def pending_end(self) -> int:
+        return self.pending_start + self.pending_kv.shape[0]
+
+    def append(self, kv: torch.Tensor, gate: torch.Tensor) -> None:
+        """Projections [n, width] of the next n tokens."""
+        if self.pending_kv.shape[0]:
+            kv, gate = torch.cat([self.pending_kv, kv]), torch.cat([self.pending_gate, gate])
+        self.pending_kv, self.pending_gate = kv, gate
+
+    def windows(self, first: int, count: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Pending projections of windows first..first+count-1: kv, gate [count, rate, width]."""
+        lo = first * self.rate - self.pending_start
+        if lo < 0 or (first + count) * self.rate > self.pending_end:
+            raise ValueError(f"windows {first}..{first + count - 1} are not pending "
+                             f"(pending positions {self.pending_start}..{self.pending_end - 1})")
+        hi = lo + count * self.rate
+        width = self.pending_kv.shape[1]
+        return (self.pending_kv[lo:hi].view(count, self.rate, width),
+                self.pending_gate[lo:hi].view(count, self.rate, width))
+
+    def add_entries(self, new: torch.Tensor) -> None:
+        self.entries = torch.cat([self.entries, new]) if self.num_entries else new
+
+    def needed_from(self, length: int) -> int:
+        """First position whose projections the entry after `length` tokens still needs."""
+        complete = length // self.rate
+        return max(0, (complete - 1 if self.overlap else complete) * self.rate)
+
+    def keep_from(self, first: int) -> None:
+        first = first // self.rate * self.rate  # pending always starts on a window boundary
+        if first > self.pending_start:
+            cut = min(first, self.pending_end) - self.pending_start
+            self.pending_kv, self.pending_gate = self.pending_kv[cut:], self.pending_gate[cut:]
+            self.pending_start += cut
+
+    def truncate(self, length: int) -> None:
+        self.entries = self.entries[:length // self.rate]
+        keep = max(0, length - self.pending_start)
+        self.pending_kv, self.pending_gate = self.pending_kv[:keep], self.pending_gate[:keep]
+
+
+@dataclass
+class LayerState:
+    window: WindowKV
+    compressor: CompressorState | None = None  # CSA and HCA layers
+    indexer: CompressorState | None = None  # CSA layers
+
+    def branches(self) -> list[CompressorState]:
+        return [b for b in (self.compressor, self.indexer) if b is not None]
+
+
+@dataclass
+class DeepseekV4Cache:
+    """The dense decode state of one sequence (layout in the module docstring).
+
+    The model appends to it during a forward pass and calls `advance` at the end;
+    positions of a sequence's new tokens must continue at `num_tokens`.
+    """
+
+    config: DeepseekV4Config
+    dtype: torch.dtype
+    device: torch.device
+    max_rollback: int = 0
+    num_tokens: int = 0
+    min_length: int = 0  # the shortest length `truncate` can restore
+    layers: list[LayerState] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.max_rollback < 0:
+            raise ValueError(f"max_rollback must be >= 0, got {self.max_rollback}")
+        self.layers = [self._new_layer(i) for i in range(self.config.num_layers)]
+
+    def _empty(self, width: int) -> torch.Tensor:
+        return torch.empty(0, width, dtype=self.dtype, device=self.device)
+
+    def _branch(self, rate: int, overlap: bool, dim: int) -> CompressorState:
+        width = 2 * dim if overlap else dim
+        return CompressorState(rate, overlap, self._empty(dim), self._empty(width), self._empty(width))
+
+    def _new_layer(self, layer: int) -> LayerState:
+        c = self.config
+        kind, rate = c.layer_types[layer], c.compress_rates[layer]
+        state = LayerState(WindowKV(self._empty(c.head_dim)))
+        if kind != SLIDING:
+            state.compressor = self._branch(rate, kind == CSA, c.head_dim)
+        if kind == CSA:
+            state.indexer = self._branch(rate, True, c.index_head_dim)
+        return state
+
+    def advance(self, num_new: int) -> None:
+        """Count the tokens of a finished forward pass and drop state no rollback can need."""
+        self.num_tokens += num_new
+        self.min_length = max(self.min_length, self.num_tokens - self.max_rollback)
+        window_from = max(0, self.min_length - (self.config.sliding_window - 1))
+        for layer in self.layers:
+            layer.window.keep_from(window_from, self.num_tokens)
+            for branch in layer.branches():
+                branch.keep_from(branch.needed_from(self.min_length))
+
+    def truncate(self, length: int) -> None:
+        """Forget every token at position >= length (rollback, e.g. of rejected draft tokens)."""
+        if not self.min_length <= length <= self.num_tokens:
+            raise ValueError(f"cannot roll this sequence back to {length} tokens: it has {self.num_tokens} "
+                             f"and keeps state back to {self.min_length} (max_rollback={self.max_rollback})")
+        for layer in self.layers:
+            kept = layer.window.kv.shape[0] - (self.num_tokens - length)
+            layer.window.kv = layer.window.kv[:max(0, kept)]
+            for branch in layer.branches():
+                branch.truncate(length)
+        self.num_tokens = length
+
+
+@dataclass
+class Segment:
+    """One sequence's run of tokens in a packed forward pass: rows [start, start + num_new)."""
+
+    cache: DeepseekV4Cache
+    start: int
+    num_new: int
+
+    @property
+    def past(self) -> int:
+        """Tokens cached before this forward pass (the position of the run's first token)."""
+        return self.cache.num_tokens
+
+
+class DeepseekV4Batch:
+    """What `DeepseekV4Model.forward` takes as its cache: consecutive runs of tokens, one per sequence.
+
+    parts: (cache of the sequence, number of its new tokens) in packed order.
+    """
+
+    def __init__(self, parts: list[tuple[DeepseekV4Cache, int]]) -> None:
+        self.segments: list[Segment] = []
+        start = 0
+        for cache, num_new in parts:
+            if not isinstance(cache, DeepseekV4Cache):
+                raise TypeError(f"a DeepseekV4Batch takes DeepseekV4Cache objects, got {type(cache).__name__}")
+            if num_new <= 0:
+                raise ValueError(f"every sequence of a batch needs at least one new token, got {num_new}")
+            if any(s.cache is cache for s in self.segments):
+                raise ValueError("the same sequence cache appears twice in one batch")
+            self.segments.append(Segment(cache, start, num_new))
+            start += num_new
+        self.num_tokens = start
+
+    def commit(self) -> None:
+        for segment in self.segments:
+            segment.cache.advance(segment.num_new)
