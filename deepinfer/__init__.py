@@ -4,14 +4,11 @@ Constrained decoding (regex, JSON Schema, EBNF) over real transformer models,
 with deterministic seeded sampling. See README.md for the quickstart.
 """
 
-import os
+from deepinfer import envs
 
 __version__ = "0.1.0"
 
-# NOTE: OpenMP threads that spin while waiting make torch ~10x slower on a shared
-# or oversubscribed CPU (measured on 2 cores at load 7); wait passively unless the
-# user chose otherwise. Only effective when deepinfer is imported before torch.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+envs.default_omp_wait_policy()  # before anything imports torch
 
 __all__ = ["LLM", "SamplingParams", "__version__"]
 

@@ -1,4 +1,4 @@
-"""Where things live: the shipped data libraries (`grammars/`, `constraints/`) and the user cache.
+"""Where the shipped data libraries live (`grammars/`, `constraints/`); the user cache is `envs.cache_dir`.
 
 Both folders stand at the repository's top level and ship inside the wheel as
 `deepinfer/data/<name>` (symbolic links in a checkout, real folders once built).
@@ -6,7 +6,6 @@ Both folders stand at the repository's top level and ship inside the wheel as
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -26,11 +25,3 @@ def library_entries(name: str) -> dict[str, Path]:
         return {}
     return {p.stem: p for p in sorted(folder.iterdir()) if p.is_file() and not p.name.startswith(".")}
 
-
-def cache_dir() -> Path:
-    """$DEEPINFER_CACHE_DIR, else $XDG_CACHE_HOME/deepinfer, else ~/.cache/deepinfer."""
-    if os.environ.get("DEEPINFER_CACHE_DIR"):
-        return Path(os.environ["DEEPINFER_CACHE_DIR"]).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "deepinfer"

@@ -9,11 +9,11 @@ the same Python, passing the remaining arguments through.
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 from pathlib import Path
 
+from deepinfer import envs
 from deepinfer.errors import UserError
 
 # name -> (script, what it measures)
@@ -38,8 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def benchmarks_dir() -> Path:
     """The `benchmarks/` folder: from the environment, or beside the package in a checkout."""
-    configured = os.environ.get("DEEPINFER_BENCHMARKS_DIR")
-    folder = Path(configured) if configured else Path(__file__).resolve().parents[2] / "benchmarks"
+    folder = envs.BENCHMARKS_DIR.path() or Path(__file__).resolve().parents[2] / "benchmarks"
     if not folder.is_dir():
         raise UserError(f"the benchmarks folder {folder} does not exist. The benchmark scripts ship with the "
                         "source repository, not the installed package: run from a checkout, or set "

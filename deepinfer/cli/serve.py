@@ -8,7 +8,8 @@ route but /health requires `Authorization: Bearer KEY` or `x-api-key: KEY`.
 from __future__ import annotations
 
 import argparse
-import os
+
+from deepinfer import envs
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -17,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "SmolLM2-135M-Instruct, downloaded and converted on first use)")
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
-    parser.add_argument("--api-key", default=os.environ.get("DEEPINFER_API_KEY"),
+    parser.add_argument("--api-key", default=envs.API_KEY.text() or None,
                         help="require this key on every route but /health (default: $DEEPINFER_API_KEY)")
     parser.add_argument("--served-model-name", default=None,
                         help="the model id reported by /v1/models (default: the model's name)")

