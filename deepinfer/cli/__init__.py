@@ -20,6 +20,7 @@ SUBCOMMANDS = {
     "compile": ("compile", "show what the constraint compiler makes of a constraint"),
     "serve": ("serve", "run the OpenAI/Anthropic-compatible HTTP server"),
     "bench": ("bench", "run the project's benchmarks"),
+    "doctor": ("doctor", "show versions, threads, the model cache and which native kernels are built"),
 }
 
 
