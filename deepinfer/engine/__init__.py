@@ -1,7 +1,13 @@
-"""The engine: requests, continuous batching scheduler, step loop, LLM facade.
+"""The engine: requests in, tokens and text out, many requests batched per step.
 
-Drives model forward passes over a paged KV cache, applies constraint masks
-through the `Matcher` API only, and samples. Knows nothing about HTTP.
+Owns requests and their sequences, the continuous-batching scheduler, the step loop
+(schedule, prepare, forward, mask, sample, advance, deltas), constraint compiles off the
+loop (`constraints.py`), stop strings and streamed deltas (`output.py`), speculative
+decoding and jump-forward (`speculation/`), batch invariance (`invariance.py`), and the
+library facades `LLM` and `AsyncEngine`. Must not know HTTP or the server, how constraints
+are compiled or matched inside (the constraints package's public API only, and the Matcher
+only through `guided.py`), the model's layers (only `forward` and its config) or how the KV
+cache lays out memory (the kvcache API only).
 """
 
 from deepinfer.engine.async_engine import AsyncEngine

@@ -1,10 +1,10 @@
 """The bounded set of outputs a draft index keeps: running ones, and finished ones within a budget.
 
-Draft indexes (engine/drafts.py: token n-grams, engine/text_drafts.py: text suffixes) map keys to
-(output, position). An output counts as live while its sequence runs; when it finishes it is kept
-for other sequences to draft from, oldest dropped first once finished outputs hold more than
-`pool_tokens` tokens. A dropped output is marked dead (lookups skip it) and its index entries are
-pruned when the index outgrows `entries_per_token` entries per kept token. Knows nothing about
+Draft indexes (speculation/drafts.py: token n-grams, speculation/text_drafts.py: text suffixes) map
+keys to (output, position). An output counts as live while its sequence runs; when it finishes it
+is kept for other sequences to draft from, oldest dropped first once finished outputs hold more
+than `pool_tokens` tokens. A dropped output is marked dead (lookups skip it) and its index entries
+are pruned when the index outgrows `entries_per_token` entries per kept token. Knows nothing about
 what the keys are.
 """
 

@@ -2,7 +2,7 @@
 
 Owns the per-step plan (built once per forward, reused by every layer) and the per-layer call.
 Sequences are split into decodes (at most `SHORT_CHUNK` new tokens each: one sampled token, plus
-the tokens a constraint forced (engine/jump_forward.py) or a draft to verify) and the rest
+the tokens a constraint forced (engine/speculation/jump_forward.py) or a draft to verify) and the rest
 (prefill chunks). Decodes attend through the native kernel where it builds with AVX-512
 (`native_decode.py`: KV read in place, rows written in token order), else in `decode.py` (bucketed
 by new tokens, no padded query rows; a shared prefix read once, `cascade.py`). Each prefill

@@ -159,7 +159,7 @@ class WalkSurvival:
     """One walk as a row of `speculative.select_lengths`: `peek()` is the survival of the next
     token (0.0: none), `take()` admits it. A draft token is walked through the constraint only by
     `take()`, when the plan would admit it: the first token the plan stops at (most rows have
-    one) costs no `accept_token`. a_j is computed as a_{j-1} * c_j, as over a whole walk."""
+    one) costs no constraint call. a_j is computed as a_{j-1} * c_j, as over a whole walk."""
 
     def __init__(self, walk: DraftWalk, confidence) -> None:
         self.walk, self.confidence = walk, confidence

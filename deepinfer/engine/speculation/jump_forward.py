@@ -50,7 +50,7 @@ class ForcedText:
     `extendable`). Entries live two steps (`new_step`), or up to `MEMO_SIZE` without steps."""
 
     MEMO_SIZE = 4096
-    # `extendable` asks accept_token for up to this many longer tokens (~8 us each) instead of
+    # `extendable` asks the matcher about up to this many longer tokens (~8 us each) instead of
     # filling a whole mask (~40 us): on the extraction benchmark 164 of 240 checks have one.
     ACCEPT_TESTS = 4
 

@@ -59,60 +59,53 @@ from deepinfer.engine.sequence import Sequence
 
 @dataclass
 class SpeculativeConfig:
-    # Free (not forced) draft tokens walked per sequence and step. Session 7, extraction benchmark
-    # replayed with its exact outputs at 16/32/48 requests: 5 -> 32/36/39 steps, 6 -> 32/36/37
-    # (estimated 2-thread time equal, equal, -1.1%); 4 -> 33/38/41. Real runs at 32 requests,
-    # 1 thread, alternating: 14.99/14.98 s CPU with 5, 14.85/14.87 with 6, texts identical.
+    """How much to draft and verify. Every figure below is from the 32-request extraction
+    benchmark (SmolLM2-135M float32, CPU) unless it names another workload; outputs are the
+    same with any of these values, only the time changes."""
+
+    # Free (not forced) draft tokens walked per sequence and step: 6 took the fewest steps at
+    # 16/32/48 requests (32/36/37; 4 took 33/38/41) and ~1% less CPU than 5.
     max_draft: int = 6
-    # Longest token n-gram matched (acceptance statistics are kept per matched length, so longer
-    # matches earn their own, higher confidence). Extraction benchmark replayed with its exact
-    # outputs, 16/32/48 requests, estimated 2-thread seconds: 4 -> 5.79/8.87/12.00, 5 -> 5.64/8.84/
-    # 11.93 (32, 36, 39 steps), 6 -> 5.78/8.77/11.90, 8 -> 9.12 at 32 requests.
+    # Longest token n-gram matched (each length keeps its own acceptance statistics): 4-6 are
+    # within 3% of each other at 16-48 requests (5 best at 16, within 1% at 32 and 48); 8 was 3%
+    # slower at 32.
     max_ngram: int = 5
+    # A one-token match still drafts; `_propose` tries it last, after longer and text matches.
     min_ngram: int = 1
-    pool_tokens: int = 16384            # finished outputs kept for drafting
-    # alpha / beta before the cost model has data (see module doc). Measured (SmolLM2 float32, 1 thread,
-    # session 5): 32 decodes at ~300 tokens of context take 205 ms, with 2/4 rows each 253/398 ms, so
-    # ~100-130 ms fixed and ~2.2 ms a row (alpha/beta ~45-60); prefill chunks cost ~1.8 ms a row at
-    # 128-256 rows, 2.0 at 512, 2.4 at 1024. Session 5 kept 200 (fewer steps of the leading
-    # sequences). Session 6, with text, prompt and schema-skeleton drafts (2 threads, extraction
-    # benchmark, 2 alternating runs each): 200 -> 34 steps, 1,928 rows verified, 9.18/9.33 s;
-    # 100 -> 38 steps, 1,488 rows, 9.07/9.04 s; 60 -> 39 steps, 9.01/9.04 s. Drafts are now long and
-    # plentiful, so rejected rows cost more than the steps they might save.
+    # Tokens of finished outputs kept to draft from (bounds the pools' memory: ~8 index entries each).
+    pool_tokens: int = 16384
+    # alpha / beta, the step's fixed cost in rows, before (or without) a fitted cost model. Measured
+    # 45-60 rows; with long, plentiful drafts 100 ran 9.05 s on 2 threads against 9.25 s with 200
+    # (rejected rows cost more than the steps they save) and within 0.3% of 60, in a step fewer.
     prior_overhead_rows: float = 100.0
-    # After a burst, the sequences still running set the makespan, and most of each step's cost is
-    # fixed: the overhead (alpha / beta) is scaled by (peak / sampling) ** tail_boost, where peak is
-    # the most sequences sampling in recent steps (decaying by peak_decay a step). Extraction
-    # benchmark, replayed with its exact outputs (session 7): 2 -> 36 steps instead of 38, +43
-    # verified rows, ~1.3% less CPU at 1 thread (2 alternating real runs, texts identical); 1.5,
-    # or decay 0.95 / 0.9, left the last straggler alone for 2 more steps (38); 3-8: 36 steps with
-    # more rejected rows. 0 turns it off.
+    # After a burst, the sequences still running set the end of the run: the overhead is scaled by
+    # (peak / sampling) ** tail_boost. 2 took 36 steps instead of 38 and 1.3% less CPU; 1.5 left
+    # the last straggler without drafts 2 steps longer, 3 and more only added rejected rows.
     tail_boost: float = 2.0
-    # A small batch verifies few rows, and each is a large share of its step (one sequence's decode
-    # streams the weights through a GEMV; 6 rows cost ~1.6x its time here), so the prior is capped
-    # at this many rows per sequence of the batch (+1; running ones, in prefill too, or the decaying
-    # peak of sampling ones, whichever is more): 8 for a lone sequence, the prior from 24 on.
-    # Greedy, 128 tokens, 2 threads, tok/s with speculation off / this cap / the prior alone: one prose request 34.0 / 32.7-33.0 / 27.9-28.3, 2 requests
-    # 56.0-56.8 / 55.1-55.6 / 46.4-47.3, 4: 96.6-98.6 / 90.5-90.9 / 75.4-76.4, 8: 144-145 / 135 /
-    # 129; one code request 33.5-34.2 / 52.6 / 52.2. The 32-request extraction benchmark never
-    # hits the cap (its requests wait for prefill, not for drafts): the same plans, 36 steps.
+    # The prior, capped at this many rows per sequence of the batch (+1): in a small batch each row
+    # is a large share of the step. One request, 2 threads: prose 33 tok/s against 28 uncapped and
+    # 34 without speculation, code 53 against 34; the 32-request benchmark never reaches the cap.
     overhead_rows_per_sequence: float = 4.0
+    # Fading of the peak of sampling sequences: 0.95 or 0.9 forgot the burst early and left the
+    # last straggler without drafts 2 steps longer.
     peak_decay: float = 0.97
     max_pending: int = 16               # sequences with more uncomputed tokens are still in prefill
     max_forced: int = 16                # forced tokens a draft may carry beyond max_draft
-    # Fit alpha / beta online to measured step times. Off by default: plans would then depend on
-    # timing, so outside batch-invariant mode the same requests could round differently from run to
-    # run; with it off every plan is a function of the requests alone.
+    # Fit alpha / beta to measured step times instead. Off: plans would depend on timing, so
+    # outside batch-invariant mode the same requests could round differently from run to run.
     fit_step_cost: bool = False
-    forced_lead: bool = True            # drafts open with forced text jump-forward left (_forced_lead)
-    # Drafts go on past their n-gram match and past forced text, from the text drafted so far (the
-    # outputs' text, then the prompt's: values copied from the prompt; draft_walk.py, `_continuation`).
+    # Drafts open with forced text that jump-forward left to the sampler (`_forced_lead`): 46
+    # steps instead of 52 and 7% less decode CPU on 1 thread.
+    forced_lead: bool = True
+    # Drafts go on past their n-gram match and past forced text with what followed the text drafted
+    # so far in the outputs, then the prompt (draft_walk.py, `continuation`): extraction outputs
+    # copy values from the prompt.
     continue_drafts: bool = True
     # The first request of each JSON schema puts the schema's skeleton text in the text pool
-    # (schema_drafts.py): lockstep requests draft structure nobody has written yet.
+    # (schema_drafts.py): requests in lockstep draft structure nobody has written yet.
     schema_skeletons: bool = True
-    # Shortest text suffix matched in the outputs' text. 1 (`{`, `,` alone) measured worse on the
-    # extraction benchmark: 35 steps and 2,007 verified rows against 34 and 1,944 (2 runs each).
+    # Shortest text suffix matched in the outputs' text: 1 (`{` or `,` alone) took 35 steps and
+    # 2,007 verified rows against 34 and 1,944.
     text_min_chars: int = 2
 
 

@@ -1,6 +1,6 @@
 """Text-suffix continuations: what followed the same text elsewhere, matched on characters.
 
-When the constraint forces text that jump-forward leaves to the sampler (engine/speculative.py),
+When the constraint forces text that jump-forward leaves to the sampler (speculative.py),
 a draft opens with those tokens; what comes after them is best predicted by what followed the
 same text in other outputs: after `":` the outputs go on with ` "` (a string value). Token
 n-grams cannot see that match when the tokens before differ (`"name` vs `"city`), so this index
