@@ -1,4 +1,5 @@
-"""README's server section stays true: its code blocks run against a tiny model and a live server."""
+"""The README's and docs/server.md's examples stay true: their code blocks run against a tiny model
+and a live server (the same commands a user runs against the default model)."""
 
 from __future__ import annotations
 
@@ -18,18 +19,23 @@ ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_URL = "http://127.0.0.1:8000"
 
 
-def section_blocks() -> list[tuple[str, str]]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("<!-- section: server -->")[1].split("<!-- /section: server -->")[0]
-    return re.findall(r"```(\w+)\n(.*?)```", section, flags=re.S)
+def code_blocks(page: str) -> list[tuple[str, str]]:
+    text = (ROOT / page).read_text(encoding="utf-8")
+    return re.findall(r"```(\w+)\n(.*?)```", text, flags=re.S)
 
 
-BLOCKS = section_blocks()
+README = code_blocks("README.md")
+SERVER_PAGE = code_blocks("docs/server.md")
 
 
-def blocks(lang: str, containing: str) -> str:
-    (code,) = [code for kind, code in BLOCKS if kind == lang and containing in code]
+def block(blocks, lang: str, containing: str) -> str:
+    (code,) = [code for kind, code in blocks if kind == lang and containing in code]
     return code
+
+
+def cli_lines() -> list[str]:
+    return [line for kind, code in README if kind == "bash" for line in code.splitlines()
+            if line.startswith("deepinfer ")]
 
 
 @pytest.fixture(scope="module")
@@ -47,15 +53,28 @@ def run_python(code: str, env: dict) -> str:
     return r.stdout
 
 
-def test_library_block(tiny_model_dir):
-    out = run_python(blocks("python", "LLM()"), {"DEEPINFER_MODEL_DIR": str(tiny_model_dir)})
-    assert out.startswith("name=") and "age=" in out
+def run_curl(code: str, server) -> dict:
+    r = subprocess.run(["bash", "-c", code.replace(DEFAULT_URL, server.url)], capture_output=True, text=True,
+                       timeout=120)
+    return json.loads(r.stdout)
+
+
+def test_quickstart_block(tiny_model_dir):
+    out = run_python(block(README, "python", "model_validate_json"), {"DEEPINFER_MODEL_DIR": str(tiny_model_dir)})
+    assert out.startswith("name=") and "population=" in out
+
+
+def test_library_tour_block(tiny_model_dir):
+    out = run_python(block(README, "python", "def ask("), {"DEEPINFER_MODEL_DIR": str(tiny_model_dir)})
+    date, yes_no, total, *_ = out.splitlines()
+    assert re.fullmatch(r"(19|20)\d\d-(0[1-9]|1[0-2])-[0-3]\d", date)
+    assert yes_no in ("yes", "no")
+    assert re.fullmatch(r"[0-9]{1,3} \+ [0-9]{1,3} \+ [0-9]{1,3}", total)
 
 
 def test_cli_blocks_parse():
     from deepinfer.cli import build_parser
-    lines = [line for kind, code in BLOCKS if kind == "bash" and "deepinfer " in code
-             for line in code.splitlines() if line.startswith("deepinfer ")]
+    lines = cli_lines()
     assert len(lines) >= 6
     for line in lines:
         words = shlex.split(line.split(" #")[0].split(" > ")[0])
@@ -63,35 +82,40 @@ def test_cli_blocks_parse():
         assert callable(args.run)
 
 
-def test_curl_block(readme_server):
-    code = blocks("bash", "curl").replace(DEFAULT_URL, readme_server.url)
-    r = subprocess.run(["bash", "-c", code], capture_output=True, text=True, timeout=120)
-    body = json.loads(r.stdout)
+def test_chat_completions_curl_block(readme_server):
+    body = run_curl(block(README, "bash", "/v1/chat/completions"), readme_server)
     choice = body["choices"][0]
     assert choice["finish_reason"] == "stop", body  # greedy on the tiny model: finishes well in 100 tokens
     answer = json.loads(choice["message"]["content"])
     assert answer["answer"] in ("yes", "no") and len(answer["why"]) <= 60
 
 
-def test_openai_sdk_block(readme_server):
-    out = run_python(blocks("python", "OpenAI(").replace(DEFAULT_URL, readme_server.url), {})
-    parsed, function = out.splitlines()
-    assert parsed.startswith("answer=") and "why=" in parsed
-    assert "name='get_weather'" in function and '"city"' in function
+def test_messages_curl_block(readme_server):
+    body = run_curl(block(README, "bash", "/v1/messages"), readme_server)
+    assert body["stop_reason"] == "end_turn", body
+    answer = json.loads(body["content"][0]["text"])
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", answer["date"])
+
+
+def test_responses_sdk_block(readme_server):
+    out = run_python(block(README, "python", "responses.parse").replace(DEFAULT_URL, readme_server.url), {})
+    assert out.startswith("answer=") and "why=" in out
+
+
+def test_server_page_tool_call_block(readme_server):
+    code = block(SERVER_PAGE, "python", "get_weather").replace(DEFAULT_URL, readme_server.url)
+    out = run_python(code, {})
+    assert "name='get_weather'" in out and '"city"' in out
 
 
 @pytest.mark.slow
 def test_cli_blocks_run(tiny_model_dir, tmp_path):
-    """Every `deepinfer` line of the section runs as written (tiny model; the files it names exist)."""
+    """Every `deepinfer` line of the README runs as written (tiny model; the files it names exist),
+    but for the server and the benchmarks."""
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "ann.txt").write_text("Ann Lee, 34, ann@example.com")
-    (tmp_path / "review.json").write_text(json.dumps({
-        "type": "object", "properties": {"stars": {"type": "integer", "minimum": 1, "maximum": 5}},
-        "required": ["stars"], "additionalProperties": False}))
-    (tmp_path / "reviews.jsonl").write_text(json.dumps({"text": "Great, five stars."}) + "\n")
     env = {**os.environ, "DEEPINFER_MODEL_DIR": str(tiny_model_dir), "PYTHONPATH": str(ROOT)}
-    lines = [line for kind, code in BLOCKS if kind == "bash" and "deepinfer " in code
-             for line in code.splitlines() if line.startswith("deepinfer ") and " serve " not in line + " "]
+    lines = [line for line in cli_lines() if line.split()[1] not in ("serve", "bench")]
     for line in lines:
         command = line.split(" #")[0]
         r = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=600, cwd=tmp_path,
