@@ -85,7 +85,7 @@ def environment_line(env: dict) -> str:
 def section(document: dict, out_dir: Path, img_dir: Path) -> list[str]:
     name = document["benchmark"]
     lines = [f"## {HEADINGS.get(name, document.get('title') or name)}", ""]
-    if document.get("title") and name in HEADINGS:
+    if document.get("title") and name in HEADINGS and document["title"] != HEADINGS[name]:
         lines += [document["title"], ""]
     lines += ["```bash", document["command"], "```", ""]
     if document.get("environment"):
@@ -145,7 +145,11 @@ def _is_number(value) -> bool:
 
 
 def _cell(value) -> str:
-    return "-" if value is None else str(value).replace("|", "\\|").replace("\n", " ")
+    if value is None:
+        return "-"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{value:,}"
+    return str(value).replace("|", "\\|").replace("\n", " ")
 
 
 def _num(value) -> str:
