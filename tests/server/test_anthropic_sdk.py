@@ -25,7 +25,39 @@ def client(server):
 def test_messages_plain(client):
     m = client.messages.create(model="tiny", max_tokens=6, messages=MESSAGES, extra_body={"seed": 1})
     assert m.type == "message" and m.role == "assistant" and m.content[0].type == "text"
-    assert m.stop_reason in ("end_turn", "max_tokens") and m.usage.input_tokens > 0
+    assert m.usage.input_tokens > 0 and m.stop_sequence is None
+    # the budget ran out exactly when the stop reason says so
+    assert (m.stop_reason == "max_tokens") == (m.usage.output_tokens == 6), m
+    assert m.stop_reason in ("end_turn", "max_tokens")
+
+
+# (request fields, stop_reason, stop_sequence): each way a message can end, forced by a constraint
+STOP_CASES = [
+    ({"extra_body": {"regex": "(yes|no)", "seed": 1}}, "end_turn", None),
+    ({"extra_body": {"regex": "[a-z]{40}", "seed": 1}, "max_tokens": 3}, "max_tokens", None),
+    ({"extra_body": {"regex": "[0-9]{2}STOP[0-9]{2}", "seed": 1}, "stop_sequences": ["STOP", "HALT"]},
+     "stop_sequence", "STOP"),
+    ({"tools": [CITY_TOOL], "tool_choice": {"type": "tool", "name": "get_weather"}, "extra_body": {"seed": 1}},
+     "tool_use", None),
+]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["body", "stream"])
+@pytest.mark.parametrize("fields, reason, sequence", STOP_CASES, ids=[c[1] for c in STOP_CASES])
+def test_messages_stop_reasons(client, fields, reason, sequence, stream):
+    kw = {"model": "tiny", "max_tokens": 160, "messages": MESSAGES, **fields}
+    if stream:
+        with client.messages.stream(**kw) as events:
+            m = events.get_final_message()
+    else:
+        m = client.messages.create(**kw)
+    assert (m.stop_reason, m.stop_sequence) == (reason, sequence), m
+    kinds = [b.type for b in m.content]
+    assert kinds == (["tool_use"] if reason == "tool_use" else ["text"]), kinds
+    if reason == "stop_sequence":
+        assert m.content[0].text.isdigit() and len(m.content[0].text) == 2
+    if reason == "max_tokens":
+        assert m.usage.output_tokens == 3
 
 
 def test_messages_tool_any(client):
@@ -116,8 +148,10 @@ def test_messages_parallel_tool_use_blocks_stream(client):
         with client.messages.stream(model="tiny", max_tokens=400, messages=MESSAGES, tools=[CITY_TOOL],
                                     tool_choice={"type": "any"}, extra_body={"seed": seed}) as stream:
             final = stream.get_final_message()
+        assert final.stop_reason in ("tool_use", "max_tokens"), final  # a forced call: never end_turn
         if final.stop_reason == "tool_use":
             blocks = [b for b in final.content if b.type == "tool_use"]
+            assert blocks and all(b.type == "tool_use" for b in final.content)
             kinds.add(len(blocks))
             for block in blocks:
                 jsonschema.validate(block.input, CITY_TOOL["input_schema"])
@@ -141,8 +175,13 @@ def test_messages_auto_tools_with_structured_output(client):
     m = client.messages.create(model="tiny", max_tokens=160, messages=MESSAGES, tools=[CITY_TOOL],
                                output_config={"format": {"type": "json_schema", "schema": ANSWER}},
                                extra_body={"seed": 8})
+    # the answer's schema is bounded: 160 tokens always finish it (or the call)
+    assert m.stop_reason in ("tool_use", "end_turn"), m
     if m.stop_reason == "tool_use":
-        for block in (b for b in m.content if b.type == "tool_use"):
+        calls = [b for b in m.content if b.type == "tool_use"]
+        assert calls
+        for block in calls:
             jsonschema.validate(block.input, CITY_TOOL["input_schema"])
-    elif m.stop_reason == "end_turn":
+    else:
+        assert [b.type for b in m.content] == ["text"]
         jsonschema.validate(json.loads(m.content[0].text), ANSWER)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import openai
 import pytest
@@ -61,16 +62,31 @@ def test_refusals_name_the_field(body, where):
     assert info.value.status == 400 and where in info.value.message, info.value.message
 
 
+STRUCTURE = re.compile(r"<function=get_weather>(\{.*?\})</function>")
+
+
 def test_structural_tag_over_the_sdk(server):
+    """Every trigger the model writes opens a complete, valid structure. The trigger is "<", which
+    the random model is nudged towards, so structures do appear (and one is cut off by max_tokens)."""
     client = openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0, timeout=60)
-    r = client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "Weather?"}],
-                                       max_tokens=48, seed=3, response_format=LEGACY)
-    text = r.choices[0].message.content
-    # whatever the random model wrote, every trigger opened a complete, valid structure
-    for part in text.split("<function=")[1:]:
-        if r.choices[0].finish_reason == "stop" or "</function>" in part:
-            body = part[len("get_weather>"):part.index("</function>")]
-            assert json.loads(body)["city"] in ("Paris", "Oslo")
+    fmt = {**LEGACY, "triggers": ["<"]}
+    finishes = set()
+    for seed in (3, 4):
+        r = client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "Weather?"}],
+                                           max_tokens=64, seed=seed, response_format=fmt, logit_bias={"30": 8})
+        text, finish = r.choices[0].message.content, r.choices[0].finish_reason
+        finishes.add(finish)
+        bodies = STRUCTURE.findall(text)
+        assert bodies, text
+        assert all(json.loads(body)["city"] in ("Paris", "Oslo") for body in bodies), text
+        rest = STRUCTURE.sub("", text)
+        if finish == "stop":
+            assert "<" not in rest, text
+        elif "<" in rest:  # the structure the token budget cut off: the text's tail
+            tail = rest[rest.index("<"):]
+            assert text.endswith(tail) and rest.count("<") == 1, text
+            assert tail.startswith("<function=get_weather>") or "<function=get_weather>".startswith(tail), text
+    assert finishes == {"stop", "length"}
     with pytest.raises(openai.BadRequestError, match=r"structures\[0\]\.begin"):
         client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "x"}], max_tokens=4,
                                        response_format={**LEGACY, "triggers": ["<x>"]})

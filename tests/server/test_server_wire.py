@@ -47,11 +47,15 @@ def test_two_constraints_is_400(server):
     assert "regex" in r.json()["error"]["message"] and "structured_outputs.choice" in r.json()["error"]["message"]
 
 
-def test_bad_regex_is_400_with_position(server):
+@pytest.mark.parametrize("pattern, where", [("(a)\\1", "backreference '\\1' at offset 3"),
+                                            ("ab[", "at offset 2"), ("a{3,1}", "at offset 1")])
+def test_bad_regex_is_400_with_position(server, pattern, where):
     r = post(server, "/v1/chat/completions",
-             {"model": "tiny", "messages": [{"role": "user", "content": "hi"}], "regex": "(a)\\1"})
+             {"model": "tiny", "messages": [{"role": "user", "content": "hi"}], "regex": pattern})
     assert r.status_code == 400, r.text
-    print(r.json())
+    error = r.json()["error"]
+    assert error["message"].startswith("'regex': ") and where in error["message"], error["message"]
+    assert error["param"] == "regex" and error["code"] == "invalid_constraint"
 
 
 def test_anthropic_error_shape(server):
