@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from deepinfer.errors import ModelLoadError
 from deepinfer.model.deepseek_v4_config import HASH_MOE, DeepseekV4Config
 from deepinfer.model.layers import Linear, Weights, frozen, gemm_weight, linear
 
@@ -38,7 +39,8 @@ class V4Router(nn.Module):
         if self.hashed:
             self.tid2eid = frozen(weights.take(prefix + "tid2eid", (vocab_size, self.top_k), dtype=torch.long))
             if self.tid2eid.numel() and not 0 <= int(self.tid2eid.min()) <= int(self.tid2eid.max()) < self.num_experts:
-                raise ValueError(f"{prefix}tid2eid names experts outside 0..{self.num_experts - 1}")
+                raise ModelLoadError(f"tensor '{prefix}tid2eid' names experts outside 0..{self.num_experts - 1}. "
+                                     "The weights do not match config.json.")
         else:
             self.bias = frozen(weights.take(prefix + "e_score_correction_bias", (self.num_experts,),
                                             dtype=torch.float32))

@@ -8,6 +8,7 @@ an index_topk smaller than the number of CSA entries so the Lightning Indexer re
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import torch
@@ -37,7 +38,8 @@ V4_PROMPT = [(7 * i + 3) % 96 for i in range(40)]
 def build_v4_reference(family: str, seed: int = 0):
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    config = AutoConfig.for_model("deepseek_v4", **V4_FAMILIES[family])
+    # A deep copy: transformers' config folds legacy fields into the dicts it is given.
+    config = AutoConfig.for_model("deepseek_v4", **copy.deepcopy(V4_FAMILIES[family]))
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(config, attn_implementation="eager", dtype=torch.float32)
     randomize(model, seed)
