@@ -49,14 +49,19 @@ def ebnf(text: str, syntax: str = "lark") -> ir.Grammar:
 
 
 def lower(kind: str, value, syntax: str = "lark", whitespace: str | None = None) -> ir.Grammar:
-    """One constraint of `kind` "json_schema", "regex" or "grammar" as a piece (raises ConstraintError)."""
+    """One constraint of `kind` "json_schema", "regex", "grammar" or "ir" (a grammar composed
+    already, taken as it is) as a piece (raises ConstraintError)."""
+    if kind == "ir":
+        if not isinstance(value, ir.Grammar):
+            raise ConstraintError(f"an 'ir' constraint must be an ir.Grammar, not {type(value).__name__}")
+        return value
     if kind == "json_schema":
         return json_schema(value, whitespace)
     if kind == "regex":
         return regex(value)
     if kind == "grammar":
         return ebnf(value, syntax)
-    raise ConstraintError(f"unknown constraint kind {kind!r}: expected json_schema, regex or grammar")
+    raise ConstraintError(f"unknown constraint kind {kind!r}: expected json_schema, regex, grammar or ir")
 
 
 # ------------------------------------------------------------------ joining

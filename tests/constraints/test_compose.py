@@ -144,3 +144,6 @@ def test_bad_compositions_are_constraint_errors():
         compose.triggered_tags([compose.TaggedStructure("<g>", body, "</g>")], ["", "<g"])
     with pytest.raises(ConstraintError, match="unknown constraint kind"):
         compose.lower("xml", "<a/>")
+    with pytest.raises(ConstraintError, match="must be an ir.Grammar"):
+        compose.lower("ir", "root ::= 'a'")
+    assert compose.lower("ir", body) is body

@@ -101,6 +101,19 @@ def test_auto_with_response_format_is_that_answer_or_a_call(compiler):
         request_constraint([answer], [WEATHER], "forced", None, True, "compact")
 
 
+def test_auto_with_a_structural_tag_answer_is_that_answer_or_a_call(compiler):
+    from deepinfer.server.protocol.openai import ResponseFormatStructuralTag
+    from deepinfer.server.structural_tag import structural_tag_spec
+
+    fmt = ResponseFormatStructuralTag.model_validate({"type": "structural_tag", "triggers": ["<f="], "structures": [
+        {"begin": "<f=a>", "schema": {"enum": [1, 2]}, "end": "</f>"}]})
+    answer = structural_tag_spec(fmt, "response_format", "compact")
+    spec = request_constraint([answer], [WEATHER], "auto", None, True, "compact")
+    assert accepts(compiler, spec, "text <f=a>2</f> more") and accepts(compiler, spec, "")
+    assert accepts(compiler, spec, call("get_weather", {"city": "Paris"}))
+    assert not accepts(compiler, spec, "text <f=a>3</f>")
+
+
 def test_bad_tool_schema_is_a_400_naming_the_tool_field():
     bad = ToolDecl("f", None, {"type": "object", "properties": {"a": {"type": "strnig"}}}, True,
                    "tools[0].function.parameters")
