@@ -1,4 +1,5 @@
-"""The plots of the benchmark report: tokens/s against concurrency, and per-step time distributions.
+"""The plots of the benchmark report: tokens/s against concurrency, and per-step time distributions
+(how many steps are slower than a given time).
 
 Inputs are result documents in result_json's format; outputs are PNG files. matplotlib runs
 headless (Agg) and the PNGs carry no timestamp, so an unchanged input gives the same image.
@@ -39,25 +40,26 @@ def throughput_plot(document: dict, out: Path) -> Path | None:
 
 
 def distribution_plot(document: dict, out: Path) -> Path | None:
-    """Cumulative distribution of every per-step time distribution, log time axis."""
+    """Tail of every per-step time distribution: the fraction of steps slower than a time, log-log,
+    so the slow steps (p99, p99.9) that set a batch's pace are as visible as the median."""
     distributions = document.get("distributions") or []
     if not distributions:
         return None
     fig, ax = plt.subplots(figsize=(8, 4.8))
     for dist in distributions:
-        qs, values = zip(*dist["quantiles"])
-        positive = [(v, q / 100) for q, v in zip(qs, values) if v > 0]
-        if positive:
+        points = [(v, 1 - q / 100) for q, v in dist["quantiles"] if v > 0 and q < 100]
+        if points:
             later = any(word in dist["name"] for word in ("again", "cached"))  # a second pass over the same text
-            ax.step(*zip(*positive), where="post", linestyle="--" if later else "-",
+            ax.plot(*zip(*points), marker=".", linestyle="--" if later else "-",
                     label=f"{dist['name']} (n={dist['count']:,})")
     ax.set_xscale("log")
+    ax.set_yscale("log")
     ax.set_xlabel(f"time per step ({distributions[0]['unit']})")
-    ax.set_ylabel("fraction of steps at or below")
-    ax.set_ylim(0, 1.01)
+    ax.set_ylabel("fraction of steps slower")
+    ax.set_ylim(5e-5, 1.05)
     ax.set_title(document.get("title", document["benchmark"]), fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="lower left")
     return _save(fig, out)
 
 

@@ -30,7 +30,8 @@ from pathlib import Path
 import numpy as np
 
 FORMAT = 1
-QUANTILES = (0, 1, 2, 5, 10, 20, 25, 30, 40, 50, 60, 70, 75, 80, 90, 95, 97.5, 99, 99.5, 99.9, 99.99, 100)
+QUANTILES = (0, 1, 5, 10, 20, 25, 30, 40, 50, 60, 70, 75, 80, 85, 90, 95, 97.5, 99, 99.5, 99.8, 99.9, 99.95,
+             99.99, 100)
 PACKAGES = ("deepinfer", "torch", "numpy", "transformers", "xgrammar", "llguidance", "outlines-core")
 
 
