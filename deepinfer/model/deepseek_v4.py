@@ -117,7 +117,7 @@ class DeepseekV4Model(nn.Module):
                              f"[T] with T = {cache.num_tokens}, the new tokens of the batch's sequences")
         starts = positions[[s.start for s in cache.segments]].tolist()
         for segment, start in zip(cache.segments, starts):
-            if segment.cache.config is not self.v4 and segment.cache.config != self.v4:
+            if segment.cache.config != self.v4:
                 raise ValueError("a cache made for another model was passed to this DeepSeek-V4 model")
             if start != segment.past:
                 raise ValueError(f"a sequence with {segment.past} cached tokens continues at position "

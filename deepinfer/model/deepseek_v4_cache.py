@@ -44,7 +44,8 @@ class WindowKV:
 
     def extend(self, new: torch.Tensor) -> torch.Tensor:
         """Append new rows [n, D]; returns every kept row [n_w + n, D]."""
-        self.kv = torch.cat([self.kv, new]) if self.kv.shape[0] else new
+        # (a copy either way: a view would keep the whole packed batch's tensor alive)
+        self.kv = torch.cat([self.kv, new]) if self.kv.shape[0] else new.clone()
         return self.kv
 
     def keep_from(self, first: int, end: int) -> None:
@@ -75,9 +76,8 @@ class CompressorState:
 
     def append(self, kv: torch.Tensor, gate: torch.Tensor) -> None:
         """Projections [n, width] of the next n tokens."""
-        if self.pending_kv.shape[0]:
-            kv, gate = torch.cat([self.pending_kv, kv]), torch.cat([self.pending_gate, gate])
-        self.pending_kv, self.pending_gate = kv, gate
+        self.pending_kv = torch.cat([self.pending_kv, kv]) if self.pending_kv.shape[0] else kv.clone()
+        self.pending_gate = torch.cat([self.pending_gate, gate]) if self.pending_gate.shape[0] else gate.clone()
 
     def windows(self, first: int, count: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Pending projections of windows first..first+count-1: kv, gate [count, rate, width]."""

@@ -70,19 +70,18 @@ def parse_deepseek_v4(f: Any) -> DeepseekV4Config:
     num_layers = f.required("num_hidden_layers", int, positive=True)
     num_heads = f.required("num_attention_heads", int, positive=True)
     head_dim = f.required("head_dim", int, positive=True)
-    hidden = f.required("hidden_size", int, positive=True)
     if f.optional("mlp_bias", bool, False):
         raise f.fail("mlp_bias", "is true; DeepSeek-V4 checkpoints have no MLP biases and deepinfer "
                                  "does not support them")
-    rates = _compress_rates(f)
     layer_types = _layer_types(f, num_layers)
+    rates = _compress_rates(f)
     rope_dim = _rope_dim(f, head_dim)
     main_rope, compress_rope = _ropes(f, rope_dim)
-    o_groups = f.optional("o_groups", int, 8)
-    if o_groups <= 0 or (num_heads * head_dim) % o_groups:
+    o_groups = _positive(f, "o_groups", 8)
+    if (num_heads * head_dim) % o_groups:
         raise f.fail("o_groups", f"must divide num_attention_heads * head_dim ({num_heads * head_dim}), "
                                  f"got {o_groups}")
-    index_head_dim = f.optional("index_head_dim", int, 128)
+    index_head_dim = _positive(f, "index_head_dim", 128)
     if index_head_dim < rope_dim:
         raise f.fail("index_head_dim", f"must be at least the rotary width {rope_dim}, got {index_head_dim}")
     num_experts = f.required("n_routed_experts", int, positive=True)
@@ -92,22 +91,26 @@ def parse_deepseek_v4(f: Any) -> DeepseekV4Config:
     scoring = f.optional("scoring_func", str, "sqrtsoftplus")
     if scoring not in SCORING_FUNCS:
         raise f.fail("scoring_func", f"is {scoring!r}; supported: {', '.join(SCORING_FUNCS)}")
-    window = f.optional("sliding_window", int, 128)
-    if window < 1:
-        raise f.fail("sliding_window", f"must be positive, got {window}")
     return DeepseekV4Config(
-        num_layers=num_layers, hidden_size=hidden, num_heads=num_heads, head_dim=head_dim, rope_dim=rope_dim,
-        q_lora_rank=f.optional("q_lora_rank", int, 1024), o_groups=o_groups,
-        o_lora_rank=f.optional("o_lora_rank", int, 1024), sliding_window=window, layer_types=layer_types,
-        compress_rates=tuple(0 if t == SLIDING else rates[t] for t in layer_types),
-        index_heads=f.optional("index_n_heads", int, 64), index_head_dim=index_head_dim,
-        index_topk=f.optional("index_topk", int, 512), hc_mult=f.optional("hc_mult", int, 4),
-        hc_sinkhorn_iters=f.optional("hc_sinkhorn_iters", int, 20), hc_eps=f.optional("hc_eps", float, 1e-6),
+        num_layers=num_layers, hidden_size=f.required("hidden_size", int, positive=True), num_heads=num_heads,
+        head_dim=head_dim, rope_dim=rope_dim, q_lora_rank=_positive(f, "q_lora_rank", 1024), o_groups=o_groups,
+        o_lora_rank=_positive(f, "o_lora_rank", 1024), sliding_window=_positive(f, "sliding_window", 128),
+        layer_types=layer_types, compress_rates=tuple(0 if t == SLIDING else rates[t] for t in layer_types),
+        index_heads=_positive(f, "index_n_heads", 64), index_head_dim=index_head_dim,
+        index_topk=_positive(f, "index_topk", 512), hc_mult=_positive(f, "hc_mult", 4),
+        hc_sinkhorn_iters=_positive(f, "hc_sinkhorn_iters", 20), hc_eps=f.optional("hc_eps", float, 1e-6),
         rms_norm_eps=f.optional("rms_norm_eps", float, 1e-6), num_experts=num_experts,
         num_experts_per_tok=per_tok, moe_intermediate_size=f.required("moe_intermediate_size", int, positive=True),
         mlp_layer_types=_mlp_layer_types(f, num_layers), scoring_func=scoring,
         routed_scaling_factor=f.optional("routed_scaling_factor", float, 1.5),
         swiglu_limit=f.optional("swiglu_limit", float, 10.0), main_rope=main_rope, compress_rope=compress_rope)
+
+
+def _positive(f: Any, field: str, default: int) -> int:
+    value = f.optional(field, int, default)
+    if value <= 0:
+        raise f.fail(field, f"must be positive, got {value!r}")
+    return value
 
 
 def _compress_rates(f: Any) -> dict[str, int]:
@@ -155,12 +158,13 @@ def _schedule(f: Any, field: str, types: Any, num_layers: int, allowed: tuple[st
 
 
 def _rope_dim(f: Any, head_dim: int) -> int:
-    partial = f.raw.get("partial_rotary_factor")
-    if partial is None:
-        legacy = f.raw.get("qk_rope_head_dim")
-        partial = f.required("qk_rope_head_dim", int) / head_dim if legacy is not None else _DEFAULT_PARTIAL_ROTARY
-    else:
+    """int(head_dim * partial_rotary_factor); the factor defaults to qk_rope_head_dim / head_dim, else 64/512."""
+    if f.raw.get("partial_rotary_factor") is not None:
         partial = f.required("partial_rotary_factor", float)
+    elif f.raw.get("qk_rope_head_dim") is not None:
+        partial = f.required("qk_rope_head_dim", int) / head_dim
+    else:
+        partial = _DEFAULT_PARTIAL_ROTARY
     rope_dim = int(head_dim * partial)
     if rope_dim <= 0 or rope_dim % 2 or rope_dim > head_dim:
         raise f.fail("partial_rotary_factor", f"gives a rotary width of {rope_dim} channels of head_dim "

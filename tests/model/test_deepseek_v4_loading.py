@@ -44,7 +44,8 @@ def test_config_folds_defaults_and_legacy_fields_as_transformers(case):
     from transformers.models.deepseek_v4.modeling_deepseek_v4 import DeepseekV4RotaryEmbedding
 
     raw = v4_config_dict(**LEGACY[case])
-    hf = AutoConfig.for_model("deepseek_v4", **{k: v for k, v in raw.items() if k not in ("architectures", "model_type")})
+    kwargs = {k: v for k, v in raw.items() if k not in ("architectures", "model_type")}
+    hf = AutoConfig.for_model("deepseek_v4", **kwargs)
     v4 = parse_config(raw).deepseek_v4
     assert list(v4.layer_types) == hf.layer_types and list(v4.mlp_layer_types) == hf.mlp_layer_types
     assert v4.compress_rates == tuple(hf.compress_rates.get(t, 0) for t in hf.layer_types)
@@ -65,6 +66,7 @@ def test_config_folds_defaults_and_legacy_fields_as_transformers(case):
     (dict(scoring_func="softmax"), "scoring_func"),
     (dict(partial_rotary_factor=0.3125), "partial_rotary_factor"),  # 5 of 16 channels: odd
     (dict(o_groups=3), "o_groups"),
+    (dict(index_topk=0), "index_topk"),
     (dict(index_head_dim=4), "index_head_dim"),
     (dict(num_experts_per_tok=9), "num_experts_per_tok"),
     (dict(mlp_bias=True), "mlp_bias"),
