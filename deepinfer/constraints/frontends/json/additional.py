@@ -12,7 +12,6 @@ json_objects'. Knows nothing about declared members, arrays, scalars or refs.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 from deepinfer.constraints.regular import dfa_ops
 from deepinfer.constraints import ir
@@ -23,23 +22,23 @@ from .not_in import encoded_not_in, not_in
 from .order import META
 from .pattern import PatternError, parse_pattern
 from .refs import Node
+from .scalars import names_language
 from .text import encode_expr, quoted
 from .words import minus_words, words
+from .lowering import Lowering
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .lowerer import Lowerer
 
 MAX_SPLIT_PATTERNS = 3  # patternProperties split exactly into 2^n name regions
 MAX_SPLIT_STATES = 64  # ... when each pattern's automaton is this small
 
 
-def additional_member(lw: "Lowerer", d: dict, node: Node, names: list[str]) -> Expr:
+def additional_member(lw: Lowering, d: dict, node: Node, names: list[str]) -> Expr:
     """One additional member (name not among `names`), or NOTHING."""
     return _Additional(lw, d, node, names).member()
 
 
 class _Additional:
-    def __init__(self, lw: "Lowerer", d: dict, node: Node, names: list[str]):
+    def __init__(self, lw: Lowering, d: dict, node: Node, names: list[str]):
         self.lw, self.d, self.ptr, self.names = lw, d, node.ptr, names
         self.ws = lw.ws
         self.pp: dict[str, Node] = d.get("patternProperties", {})
@@ -206,8 +205,6 @@ class _Additional:
             except PatternError as exc:
                 self.lw.unsupported(f"{self.ptr}/propertyNames", "propertyNames", str(exc))
                 return key_lang
-        from .scalars import names_language
-
         try:
             names = names_language(self.lw, n, f"{self.ptr}/propertyNames")
             if names is not None:  # any string keywords: the names both languages allow
@@ -235,7 +232,7 @@ def _regions(dfas: list) -> list[tuple]:
     return out
 
 
-def member_text(lw: "Lowerer", key: Expr, schemas: list[Node], depth: int | None = None) -> Expr:
+def member_text(lw: Lowering, key: Expr, schemas: list[Node], depth: int | None = None) -> Expr:
     """`"key": value` (key already JSON-encoded) with a value valid against all of `schemas`
     (none: any value, nesting `depth` deep), or NOTHING when no value is."""
     value = lw.lower(all_of(schemas)) if schemas else lw.any_value(depth)

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import TYPE_CHECKING
 
 from deepinfer.constraints import ir
 from deepinfer.constraints.errors import ConstraintError
@@ -40,9 +39,8 @@ from .refs import Node
 from .contains import lower_contains
 from .text import value_text
 from .words import spell_out
+from .lowering import Lowering
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .lowerer import Lowerer
 
 UNIQUE_NOTE = "uniqueItems enforced by the matcher (distinct item values) at"
 MAX_UNIQUE_VALUES = 5  # uniqueItems over a finite item set: all orders of up to this many values
@@ -53,7 +51,7 @@ MAX_MIN_CONTAINS = 1_000  # matches of `contains` spelled out at most
 MAX_COUNTED_VALUES = 64  # item sets enumerated (each value validated) to count them: minItems, maxItems
 
 
-def lower_array(lw: "Lowerer", d: dict, node: Node) -> Expr:
+def lower_array(lw: Lowering, d: dict, node: Node) -> Expr:
     prefix_nodes: list[Node] = d.get("prefixItems", [])
     rest_node: Node | None = d.get("items")
     prefix = [lw.lower(n) for n in prefix_nodes]
@@ -75,7 +73,7 @@ def lower_array(lw: "Lowerer", d: dict, node: Node) -> Expr:
     return _plain(lw, d, node, prefix, rest, lo, hi)
 
 
-def _counts_in_reach(lw: "Lowerer", d: dict, node: Node, lo: int, hi: int | None):
+def _counts_in_reach(lw: Lowering, d: dict, node: Node, lo: int, hi: int | None):
     """Fail closed on counts no grammar of ours can spell in time: a minimum repeats the item
     rule that many times, a bounded span nests that many optional rules (maxItems 2,000 compiles
     in ~1.5 s, 10,000 took 37 s; spans are summed over the schema, whose arrays all cost),
@@ -98,14 +96,14 @@ def _counts_in_reach(lw: "Lowerer", d: dict, node: Node, lo: int, hi: int | None
     return d, lo, hi
 
 
-def _plain(lw: "Lowerer", d: dict, node: Node, prefix, rest, lo, hi) -> Expr:
+def _plain(lw: Lowering, d: dict, node: Node, prefix, rest, lo, hi) -> Expr:
     """The array without `uniqueItems` (enforced elsewhere, or not asked)."""
     if "contains" in d:
         return _contains(lw, d, node, prefix, rest, lo, hi)
     return seq(lw.ws.open("["), elements(lw, prefix, rest, lo, hi), lw.ws.close("]"))
 
 
-def elements(lw: "Lowerer", prefix: list[Expr], rest: Expr, lo: int, hi: int | None) -> Expr:
+def elements(lw: Lowering, prefix: list[Expr], rest: Expr, lo: int, hi: int | None) -> Expr:
     """Comma-separated elements: prefix[i] at position i, then `rest`; count in [lo, hi]."""
     comma = lw.ws.comma
     k = len(prefix)
@@ -125,14 +123,14 @@ def elements(lw: "Lowerer", prefix: list[Expr], rest: Expr, lo: int, hi: int | N
     return first if lo > 0 else optional(first)
 
 
-def _contains(lw: "Lowerer", d: dict, node: Node, prefix, rest, lo, hi) -> Expr:
+def _contains(lw: Lowering, d: dict, node: Node, prefix, rest, lo, hi) -> Expr:
     if int(d.get("minContains", 1)) == 0 and "maxContains" not in d and "_contains_more" not in d:
         # contains asks nothing
         return seq(lw.ws.open("["), elements(lw, prefix, rest, lo, hi), lw.ws.close("]"))
     return lower_contains(lw, d, node, list(d.get("prefixItems", [])), d.get("items"), lo, hi)
 
 
-def _unique(lw: "Lowerer", d: dict, node: Node, prefix_nodes, rest_node, prefix, rest, lo, hi) -> Expr:
+def _unique(lw: Lowering, d: dict, node: Node, prefix_nodes, rest_node, prefix, rest, lo, hi) -> Expr:
     """Distinct items: every order of a small finite item set, else the matcher (or refused)."""
     ptr = f"{node.ptr}/uniqueItems"
     values = _finite_values(lw, rest_node) if not prefix_nodes and rest_node is not None else None
@@ -156,7 +154,7 @@ def _unique(lw: "Lowerer", d: dict, node: Node, prefix_nodes, rest_node, prefix,
     return _plain(lw, d, node, prefix, rest, lo, hi)
 
 
-def _orders(lw: "Lowerer", d: dict, values: list, lo: int, hi: int | None) -> Expr:
+def _orders(lw: Lowering, d: dict, values: list, lo: int, hi: int | None) -> Expr:
     """Every order of distinct `values` with a length in [lo, hi] and, with `contains`, a count of
     matching items in [minContains, maxContains]: exact, and each prefix has a completion."""
     counts = _contains_counts(lw, d, values)
@@ -178,7 +176,7 @@ def _orders(lw: "Lowerer", d: dict, values: list, lo: int, hi: int | None) -> Ex
     return seq(lw.ws.open("["), alt(*seqs), lw.ws.close("]"))
 
 
-def _contains_counts(lw: "Lowerer", d: dict, values: list):
+def _contains_counts(lw: Lowering, d: dict, values: list):
     """(min, max, [value i satisfies `contains`]) or None without `contains`."""
     if "contains" not in d:
         return None
@@ -191,7 +189,7 @@ def _contains_counts(lw: "Lowerer", d: dict, values: list):
     return need, most, [lw.valid(v, d["contains"]) for v in values]
 
 
-def _finite_values(lw: "Lowerer", node: Node):
+def _finite_values(lw: Lowering, node: Node):
     """The distinct values valid against `node` when they can be listed (an enum, or at most
     MAX_COUNTED_VALUES candidates), else None. Candidates come from the schema's own keywords (a
     superset), then `jsonschema` keeps the valid ones, so the list is exact."""
@@ -205,7 +203,7 @@ def _finite_values(lw: "Lowerer", node: Node):
     return list({canon(v): v for v in vals}.values())
 
 
-def _candidates(lw: "Lowerer", node: Node, depth: int):
+def _candidates(lw: Lowering, node: Node, depth: int):
     """A superset of the values valid against `node`, or None when not small and finite."""
     d = lw.normalize(node)
     if d is False:
@@ -226,7 +224,7 @@ def _candidates(lw: "Lowerer", node: Node, depth: int):
     return None
 
 
-def _union(lw: "Lowerer", branches, depth: int):
+def _union(lw: Lowering, branches, depth: int):
     out: list = []
     for b in branches:
         got = _candidates(lw, b, depth + 1)
@@ -236,7 +234,7 @@ def _union(lw: "Lowerer", branches, depth: int):
     return out
 
 
-def _typed_candidates(lw: "Lowerer", d: dict, depth: int):
+def _typed_candidates(lw: Lowering, d: dict, depth: int):
     """Candidates from `type` and the bounds next to it; None if some allowed type has many."""
     out: list = []
     for t in type_set(d):
@@ -287,7 +285,7 @@ def _integer_span(d: dict) -> tuple[int, int] | None:
     return (max(firsts), min(lasts)) if firsts and lasts else None
 
 
-def _integer_range_count(lw: "Lowerer", node: Node | None) -> int | None:
+def _integer_range_count(lw: Lowering, node: Node | None) -> int | None:
     """How many integers an item schema of only `type: integer` and bounds allows (a range too
     big to list, such as 0..1000), else None."""
     if node is None:
@@ -328,7 +326,7 @@ def _num(v):
     return v
 
 
-def _closed_objects(lw: "Lowerer", d: dict, depth: int):
+def _closed_objects(lw: Lowering, d: dict, depth: int):
     """Objects of only declared members, each absent (when optional) or one of its member's
     candidates, in declaration order (`{"id": {"enum": [1, 2]}}` with additionalProperties
     false): None when some member has many values or the product passes MAX_COUNTED_VALUES."""

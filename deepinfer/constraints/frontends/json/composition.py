@@ -10,7 +10,6 @@ the Lowerer.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 from deepinfer.constraints import ir
 from deepinfer.constraints.ir import Expr, alt
@@ -20,9 +19,8 @@ from .negation import MAX_ALTERNATIVES, Negation
 from .order import ANY_OF_POS, BRANCH_KEYS, COND_POS, META, ONE_OF_POS, branch_prefix, place
 from .refs import Node
 from .unevaluated import UNEVAL, credit
+from .lowering import Lowering
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .lowerer import Lowerer
 
 _COMPOSITE = ("anyOf", "_oneOfs", "not", "_conds")
 
@@ -31,7 +29,7 @@ MAX_NOT_DEPTH = 32  # negations lowered inside negations: deeper is a $ref cycle
 
 
 class Composition:
-    def __init__(self, lowerer: "Lowerer"):
+    def __init__(self, lowerer: Lowering):
         self.lw = lowerer
         self.negation = Negation(lowerer)
         self._not_depth = 0  # negations being lowered inside one another

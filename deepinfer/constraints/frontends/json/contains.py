@@ -11,22 +11,20 @@ minItems and maxItems. Knows nothing about uniqueItems (json_arrays' orders).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 from deepinfer.constraints import ir
 from deepinfer.constraints.ir import Expr, alt, repeat, seq
 
 from .merge import containments, synthetic
 from .refs import Node
+from .lowering import Lowering
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .lowerer import Lowerer
 
 MAX_STATES = 20_000  # (position, matches) pairs unrolled
 MAX_CONTAINS = 3  # `contains` counted together (2^n kinds of item)
 
 
-def lower_contains(lw: "Lowerer", d: dict, node: Node, prefix_nodes: list[Node], rest_node: Node | None,
+def lower_contains(lw: Lowering, d: dict, node: Node, prefix_nodes: list[Node], rest_node: Node | None,
                    lo: int, hi: int | None) -> Expr:
     return _Contains(lw, d, node, prefix_nodes, rest_node, lo, hi).expr()
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 from numbers import Real
-from typing import TYPE_CHECKING
 
 from deepinfer.constraints.regular import dfa_ops
 from deepinfer.constraints.errors import ConstraintError
@@ -22,9 +21,8 @@ from deepinfer.constraints.errors import ConstraintError
 from .merge import property_view, type_set
 from .pattern import PatternError, parse_pattern
 from .refs import Node
+from .lowering import Lowering
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .lowerer import Lowerer
 
 
 def value_types(values) -> frozenset:
@@ -54,7 +52,7 @@ def effective_types(d: dict) -> frozenset:
     return frozenset(types)
 
 
-def disjoint(lw: "Lowerer", a, b, depth: int = 0) -> bool:
+def disjoint(lw: Lowering, a, b, depth: int = 0) -> bool:
     """True if no instance is valid against both normalized schemas (conservative)."""
     if a is False or b is False:
         return True
@@ -143,7 +141,7 @@ def _no_common_text(patterns: tuple) -> bool:
         return False
 
 
-def _objects_disjoint(lw: "Lowerer", a: dict, b: dict, depth: int) -> bool:
+def _objects_disjoint(lw: Lowering, a: dict, b: dict, depth: int) -> bool:
     for x, y in ((a, b), (b, a)):
         for name in x.get("required", []):
             view = property_view(y, name)

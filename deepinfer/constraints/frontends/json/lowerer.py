@@ -1,13 +1,15 @@
-"""The walk over a JSON Schema: one Lowerer per `lower_json_schema` call (json_schema).
+"""The walk over a JSON Schema: one Lowerer per `lower_json_schema` call (schema.py).
 
 Owns the rules the walk makes (`$ref` targets and synthetic merges as one
 rule each, so recursive references become RuleRef cycles; `split` mode's
 non-regular rules; the rules for unconstrained values), failing closed
 (`unsupported`, `check_time`), and the dispatch of a normalized schema to
-`enum`, composition (json_composition) or the object, array and scalar
-lowerings by `type`. What a concrete value's verdict is belongs to
-json_verdict, how a schema is normalized and merged to json_normalize and
-json_merge. Knows nothing about tokens or automata.
+`enum`, composition or the lowering of each `type`, through the `Keywords`
+table it is given (keywords.py builds it; lowering.py defines it and the
+`Lowering` protocol the keyword modules see, so none of them imports this
+module). What a concrete value's verdict is belongs to verdict.py, how a
+schema is normalized and merged to normalize.py and merge.py. Knows nothing
+about tokens or automata.
 """
 
 from __future__ import annotations
@@ -20,8 +22,7 @@ from deepinfer.constraints.regular.dfa import budget_clock
 from deepinfer.constraints.errors import ConstraintError
 from deepinfer.constraints.ir import Expr, alt, literal
 
-from . import arrays as json_arrays, objects as json_objects, scalars as json_scalars
-from .composition import Composition
+from .lowering import Keywords
 from .merge import TYPES, MergeError, canon, merge, type_set
 from .drafts import draft_of
 from .normalize import VALIDATION, Normalizer
@@ -35,14 +36,17 @@ LOWER_TIME_BUDGET_S = 8.0  # both lowerings (DFA attempt, then split for the con
 DEAD_RULE = "unproductive"  # a rule with no finite derivation: referencing it changes no language
 _STRING_SIZE = ("minLength", "maxLength", "pattern", "format")
 _NUMBER_SIZE = ("multipleOf", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+# keywords that can make a scalar's automaton large, by type (ir.Grammar.sources)
+_SIZE_KEYWORDS = {"string": _STRING_SIZE, "number": _NUMBER_SIZE, "integer": _NUMBER_SIZE}
 _UNSUPPORTED = {"$dynamicRef", "$recursiveRef", "unevaluatedProperties", "unevaluatedItems"}
 _UNSUPPORTED_WHY = {"unevaluatedItems": "enforced only where what is evaluated does not depend on a branch "
                     "(prefixItems, items, additionalItems, contains, allOf, $ref), not next to anyOf, oneOf or if"}
 
 
 class Lowerer:
-    def __init__(self, root, ws: Whitespace, strict, any_depth: int | None):
+    def __init__(self, root, ws: Whitespace, strict, any_depth: int | None, keywords: Keywords):
         self.ws = ws
+        self.keywords = keywords
         self.strict = _strictness(strict)
         self.any_depth = any_depth
         self.draft = draft_of(root)
@@ -57,7 +61,7 @@ class Lowerer:
         # in progress, innermost last: the error for an unsatisfiable schema names the first
         self._empty_causes: list[list[str]] = [[]]
         self.verdict = Verdict(self.refs, self.fail, self._credit)
-        self.composition = Composition(self)
+        self.composition = keywords.composition(self)
         self._counter = 0
         self.split = False
         self.spans = 0  # maxItems - minItems summed over the arrays lowered (json_arrays)
@@ -245,25 +249,12 @@ class Lowerer:
     def lower_types(self, d: dict, node: Node) -> Expr:
         types = type_set(d)
         parts = []
-        excluded = d.get("_not_enum", [])
-        self._check_structured_exclusions(d, node, excluded)
+        self._check_structured_exclusions(d, node, d.get("_not_enum", []))
         for t in TYPES:
             if t not in types or (t == "integer" and "number" in types):
                 continue
-            if t == "null":
-                if not any(v is None for v in excluded):  # `not: {const: null}`
-                    parts.append(literal("null"))
-            elif t == "boolean":
-                parts.extend(literal(json.dumps(b)) for b in (True, False) if not any(v is b for v in excluded))
-            elif t == "object":
-                parts.append(json_objects.lower_object(self, d, node))
-            elif t == "array":
-                parts.append(json_arrays.lower_array(self, d, node))
-            elif t == "string":
-                parts.append(self._sized(d, node, json_scalars.lower_string(self, d, node), _STRING_SIZE))
-            else:
-                parts.append(self._sized(d, node, json_scalars.lower_number(self, d, node, integer=t == "integer"),
-                                         _NUMBER_SIZE))
+            expr = self.keywords.by_type[t](self, d, node)
+            parts.append(self._sized(d, node, expr, _SIZE_KEYWORDS.get(t, ())))
         return alt(*parts) if parts else ir.NOTHING
 
     def _sized(self, d: dict, node: Node, expr: Expr, keywords: tuple[str, ...]) -> Expr:

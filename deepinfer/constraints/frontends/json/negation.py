@@ -7,13 +7,12 @@ non-object satisfies `required`, so it is not in the negation), `¬oneOf` as
 `_forbid`, `_not_patterns`, ...) that carry negations the schema keywords
 cannot say. Keywords whose negation is not regular or not implemented are
 left out when that is sound (noted) and reported through
-`Lowerer.unsupported` when it is not. Knows nothing about IR, nor about how
+`Lowering.unsupported` when it is not. Knows nothing about IR, nor about how
 composition combines the alternatives.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 from .disjoint import disjoint
 from .drafts import UNDECLARED
@@ -21,9 +20,8 @@ from .merge import PP_SIDES, property_view, synthetic, type_set
 from .order import META, NOT_PATTERN_AT
 from .refs import Node
 from .unevaluated import EVALUATED, UNEVAL
+from .lowering import Lowering
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .lowerer import Lowerer
 
 MAX_ALTERNATIVES = 256  # per composite schema (json_composition) and per negated oneOf
 _NUMERIC = frozenset({"number", "integer"})
@@ -43,7 +41,7 @@ _BOUND_NEGATIONS = {
 
 
 class Negation:
-    def __init__(self, lowerer: "Lowerer"):
+    def __init__(self, lowerer: Lowering):
         self.lw = lowerer
 
     def negate(self, d: dict, neg: Node, ptr: str) -> list:

@@ -11,7 +11,6 @@ properties, unrolled into the IR. Knows nothing about arrays, scalars or refs.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 from deepinfer.constraints import ir
 from deepinfer.constraints.ir import Expr, alt, optional, repeat, seq
@@ -22,19 +21,18 @@ from .order import META
 from .negation import bound_written_at
 from .refs import Node
 from .text import encode_text
+from .lowering import Lowering
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .lowerer import Lowerer
 
 MAX_COUNTED_OPTIONAL = 10  # min/maxProperties > 1 unroll 2^k paths over this many optional members
 
 
-def lower_object(lw: "Lowerer", d: dict, node: Node) -> Expr:
+def lower_object(lw: Lowering, d: dict, node: Node) -> Expr:
     return _ObjectLowering(lw, d, node).expr()
 
 
 class _ObjectLowering:
-    def __init__(self, lw: "Lowerer", d: dict, node: Node):
+    def __init__(self, lw: Lowering, d: dict, node: Node):
         self.lw, self.d, self.node, self.ptr = lw, d, node, node.ptr
         self.ws = lw.ws
         self.props: dict[str, Node] = d.get("properties", {})

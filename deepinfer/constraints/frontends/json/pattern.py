@@ -22,37 +22,21 @@ import functools
 import re
 import sys
 
-try:  # Python >= 3.11
-    from re import _constants as C
-    from re import _parser as sre_parse
-except ImportError:  # pragma: no cover
-    import sre_constants as C  # type: ignore
-    import sre_parse  # type: ignore
-
 import numpy as np
 
 from deepinfer.constraints import ir
 from deepinfer.constraints.ir import CharClass, Expr, alt, repeat, seq
 
+from .length import min_len
+from .pattern_ends import pattern_with_ends
+from .pattern_looks import with_lookaheads
+from .pattern_syntax import (ANY, C, MidAnchorError, PatternError, PatternSyntaxError, contains_op,
+                             has_lookaround, sre_parse, starts_anchored)
 from .unicode_props import expand_properties
 
-ANY = CharClass.any_char()
 ANY_BUT_NEWLINE = CharClass.of([(10, 10)], negated=True)
 ASCII_DIGIT = ((48, 57),)
 ASCII_WORD = ((48, 57), (65, 90), (95, 95), (97, 122))
-
-
-class PatternError(ValueError):
-    """The pattern is not a regular language we can lower (or not a valid regex)."""
-
-
-class MidAnchorError(PatternError):
-    """An anchor where the plain reading cannot place it (json_pattern_ends may)."""
-
-
-class PatternSyntaxError(PatternError):
-    """The pattern is not a valid regex at all: a malformed value, never skipped (strict=False
-    skips only valid patterns the compiler cannot enforce)."""
 
 
 @functools.cache
@@ -105,8 +89,6 @@ def parse_pattern(pattern: str, exact: bool = False) -> Expr:
 
 
 def _search(items: list, exact: bool) -> Expr:
-    from .pattern_looks import with_lookaheads
-
     if has_lookaround(items):
         found = with_lookaheads(items, exact, _search)
         if found is not None:
@@ -123,8 +105,6 @@ def _search(items: list, exact: bool) -> Expr:
     try:
         return _search_anchored(items, start, exact)
     except MidAnchorError:
-        from .pattern_ends import pattern_with_ends
-
         return pattern_with_ends(items, start, lambda op, av: _node(op, av, exact), exact)
 
 
@@ -164,31 +144,9 @@ def _search_branches(branches: list[list], exact: bool) -> Expr:
     return alt(*rest)
 
 
-def starts_anchored(items: list) -> bool:
-    return bool(items) and items[0][0] is C.AT and items[0][1] in (C.AT_BEGINNING, C.AT_BEGINNING_STRING)
-
-
 def _anchored(items: list) -> bool:
     """An anchor anywhere in the branch (_search works out what it means)."""
     return contains_op(items, (C.AT,))
-
-
-def has_lookaround(items: list) -> bool:
-    return contains_op(items, (C.ASSERT, C.ASSERT_NOT))
-
-
-def contains_op(items: list, ops: tuple) -> bool:
-    """Whether a parsed item with one of these opcodes occurs anywhere in `items`."""
-    for op, av in items:
-        if op in ops:
-            return True
-        if op is C.BRANCH and any(contains_op(list(b.data), ops) for b in av[1]):
-            return True
-        if op is C.SUBPATTERN and contains_op(list(av[3].data), ops):
-            return True
-        if op in (C.MAX_REPEAT, C.MIN_REPEAT) and contains_op(list(av[2].data), ops):
-            return True
-    return False
 
 
 def _is_end(item) -> bool:
@@ -223,7 +181,6 @@ def _ending(items: list, exact: bool) -> Expr:
 
 
 def _nullable(e: Expr) -> bool:
-    from .length import min_len
     return min_len(e) == 0
 
 

@@ -18,8 +18,9 @@ from typing import Callable
 
 from deepinfer.constraints import ir
 from deepinfer.constraints.ir import Expr, alt, repeat, seq
+from deepinfer.constraints.ir.facts import FactsCache
 
-from .pattern import ANY, C, PatternError
+from .pattern_syntax import ANY, C, PatternError
 
 Pair = tuple[Expr, "Expr | None"]  # (F, T); T None = no text
 MAX_UNROLL = 64  # the largest repeat count spelled out
@@ -72,8 +73,6 @@ def _pair(op, av, node: Callable) -> Pair:
 def _matches_empty(free: Expr, ended: Expr | None) -> bool:
     """Whether F or T holds the empty text (exactly: an empty language such as a·∅ is not
     nullable, which a minimum length of 0 would say it is)."""
-    from deepinfer.constraints.ir.facts import FactsCache
-
     facts = FactsCache({})
     return any(e is not None and facts.of(e).nullable for e in (free, ended))
 

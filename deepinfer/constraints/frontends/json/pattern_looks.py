@@ -21,7 +21,7 @@ from deepinfer.constraints.regular import dfa_ops
 from deepinfer.constraints import ir
 from deepinfer.constraints.ir import Expr, repeat, seq
 
-from .pattern import ANY, C, PatternError, has_lookaround, starts_anchored
+from .pattern_syntax import ANY, C, PatternError, has_lookaround, starts_anchored
 
 Search = Callable[[list, bool], Expr]  # json_pattern._search
 _START = (C.AT, C.AT_BEGINNING)

@@ -8,7 +8,6 @@ and `multipleOf` (via json_numbers and json_decimals), and excluded values
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 from deepinfer.constraints.regular import dfa_ops
 from deepinfer.constraints import ir
@@ -25,9 +24,8 @@ from .order import META, NOT_PATTERN_AT
 from .words import minus_words, words
 from .refs import Node
 from .text import ANY_CHAR, COUNTED_CHAR, DIGIT, encode_expr, quoted
+from .lowering import Lowering
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .lowerer import Lowerer
 
 LONG_STRING = 128
 # Non-integral numbers whose float is certainly non-integral. json.loads turns 1.00000000000000001,
@@ -55,7 +53,7 @@ ASCII_CHAR = alt(CharClass.of([(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E)]),
                  seq(literal("\\"), CharClass.of([(ord(c), ord(c)) for c in '"\\/bfnrt'])))
 
 
-def lower_string(lw: "Lowerer", d: dict, node: Node) -> Expr:
+def lower_string(lw: Lowering, d: dict, node: Node) -> Expr:
     ptr = node.ptr
     lo = int(d.get("minLength", 0))
     hi = d.get("maxLength")
@@ -82,7 +80,7 @@ def lower_string(lw: "Lowerer", d: dict, node: Node) -> Expr:
     return quoted(encode_expr(_excluded_and_bounded(lw, language, excluded, lo, hi, ptr)))
 
 
-def _excluded_and_bounded(lw: "Lowerer", language: Expr | None, excluded: list, lo: int, hi: int | None,
+def _excluded_and_bounded(lw: Lowering, language: Expr | None, excluded: list, lo: int, hi: int | None,
                           ptr: str) -> Expr:
     """A decoded string language (None: any string) minus the excluded values, within lo..hi
     characters (noted where the bound is not exact)."""
@@ -102,7 +100,7 @@ NAME_KEYS = frozenset({"type", "pattern", "_patterns", "format", "_not_patterns"
                        "enum", "_not_enum"})
 
 
-def names_language(lw: "Lowerer", n: dict, ptr: str) -> Expr | None:
+def names_language(lw: Lowering, n: dict, ptr: str) -> Expr | None:
     """The decoded names a normalized `propertyNames` schema allows (member names are strings:
     its string keywords decide), or None when it holds other keywords (the caller refuses)."""
     if "not" in n:  # `not` of a pattern or of values: the markers a negation would leave
@@ -131,7 +129,7 @@ def names_language(lw: "Lowerer", n: dict, ptr: str) -> Expr | None:
     return language
 
 
-def _capped_by_matcher(lw: "Lowerer", d: dict, lo: int, hi: int | None) -> bool:
+def _capped_by_matcher(lw: Lowering, d: dict, lo: int, hi: int | None) -> bool:
     """A long maxLength written by a node json_caps lets the matcher enforce (then every context
     the string can be in caps it at hi or less, and nothing there needs it longer)."""
     if hi is None or hi <= MATCHER_MAX_LENGTH or lo > MATCHER_MAX_LENGTH or not lw.capped:
@@ -140,7 +138,7 @@ def _capped_by_matcher(lw: "Lowerer", d: dict, lo: int, hi: int | None) -> bool:
                and src.schema.get("maxLength") == hi for src in d.get("_sources", ()))
 
 
-def _string_language(lw: "Lowerer", d: dict, ptr: str) -> Expr | None:
+def _string_language(lw: Lowering, d: dict, ptr: str) -> Expr | None:
     """The decoded-string language of `pattern`s (several after allOf), `format` and negated
     patterns (`_not_patterns`, from `not`); None when none constrains the string."""
     positives: list[tuple[str, Expr]] = []
@@ -178,7 +176,7 @@ def _string_language(lw: "Lowerer", d: dict, ptr: str) -> Expr | None:
         return positives[0][1] if positives else None
 
 
-def _minus_words(lw: "Lowerer", language: Expr, words: list[str], ptr: str) -> Expr:
+def _minus_words(lw: Lowering, language: Expr, words: list[str], ptr: str) -> Expr:
     """language minus a finite set of strings (exact when the language is 'any string')."""
     if language == repeat(ANY_CHAR):
         return not_in(words)
@@ -189,7 +187,7 @@ def _minus_words(lw: "Lowerer", language: Expr, words: list[str], ptr: str) -> E
         return language
 
 
-def lower_number(lw: "Lowerer", d: dict, node: Node, integer: bool) -> Expr:
+def lower_number(lw: Lowering, d: dict, node: Node, integer: bool) -> Expr:
     ptr = node.ptr
     bounds = _bounds(d)
     excluded = [v for v in d.get("_not_enum", []) if isinstance(v, (int, float)) and not isinstance(v, bool)]
@@ -230,7 +228,7 @@ def lower_number(lw: "Lowerer", d: dict, node: Node, integer: bool) -> Expr:
         return integer_text(bounds) if integer else number_text(Bounds())
 
 
-def _non_multiples(lw: "Lowerer", d: dict, bounds: Bounds, mult, integer: bool, excluded, ptr: str) -> Expr:
+def _non_multiples(lw: Lowering, d: dict, bounds: Bounds, mult, integer: bool, excluded, ptr: str) -> Expr:
     """`not: {multipleOf: m}` (integer m): integers of a window that are not multiples, and for
     numbers also the non-integers (never a multiple of an integer); sound, noted."""
     ms = [m for m in d["_not_multiple_of"] if isinstance(m, int) and not isinstance(m, bool) and m > 0]
@@ -249,7 +247,7 @@ def _non_multiples(lw: "Lowerer", d: dict, bounds: Bounds, mult, integer: bool, 
     return alt(*parts) if parts else ir.NOTHING
 
 
-def _fractional(lw: "Lowerer", numbers: Expr, ptr: str) -> Expr:
+def _fractional(lw: Lowering, numbers: Expr, ptr: str) -> Expr:
     """Numbers that are not integers, as floats: here FRACTIONAL's, written without an exponent,
     at most 15 significant digits, |x| >= 1e-16 (sound, noted). Left out: exponent forms such as
     1.5e-1, longer decimals such as 0.1234567890123456 or 12345678.123456789, and tiny ones such as

@@ -24,6 +24,7 @@ from deepinfer.constraints.errors import ConstraintError
 from .dynamic_refs import static_refs
 from deepinfer.constraints.ir import alt
 
+from .keywords import KEYWORDS
 from .lowerer import DEAD_RULE, Lowerer
 from .text import Whitespace
 
@@ -49,7 +50,7 @@ def lower_json_schema(schema, *, whitespace: str = "default", strict: bool | lis
     wraps the automaton in `constraints.length_caps.LengthCapAutomaton`). deadline: `dfa.budget_clock()` (thread CPU time) value past which lowering fails
     (default: LOWER_TIME_BUDGET_S from now).
     """
-    lowerer = Lowerer(load_schema(schema), Whitespace(whitespace), strict, any_depth)
+    lowerer = Lowerer(load_schema(schema), Whitespace(whitespace), strict, any_depth, KEYWORDS)
     if deadline is not None:
         lowerer.deadline = deadline
     lowerer.split = split

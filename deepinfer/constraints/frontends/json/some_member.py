@@ -17,7 +17,6 @@ members are ordered or counted (json_objects').
 from __future__ import annotations
 
 from itertools import combinations
-from typing import TYPE_CHECKING
 
 from deepinfer.constraints import ir
 from deepinfer.constraints.ir import Expr, alt, repeat, seq
@@ -26,9 +25,8 @@ from .additional import additional_member, member_text, name_matches
 from .merge import all_of
 from .refs import Node
 from .text import encode_text
+from .lowering import Lowering
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .lowerer import Lowerer
 
 MAX_MARKERS = 3  # 2^n satisfied-sets per object position
 MAX_COUNTED = 32  # a maxProperties bound on the additional members, unrolled with the markers
@@ -40,7 +38,7 @@ def marker_bit(i: int) -> tuple:
 
 
 class SomeMembers:
-    def __init__(self, lw: "Lowerer", d: dict, node: Node, names: list[str]):
+    def __init__(self, lw: Lowering, d: dict, node: Node, names: list[str]):
         self.lw, self.d, self.node, self.names = lw, d, node, names
         self.markers = list(d.get("_some_member", []))
         self.ws = lw.ws

@@ -9,7 +9,6 @@ automaton size. Knows nothing about JSON text (the caller encodes the result).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 from deepinfer.constraints.regular import dfa_ops
 from deepinfer.constraints import ir
@@ -17,9 +16,8 @@ from deepinfer.constraints.ir import Expr
 from deepinfer.constraints.ir.facts import FactsCache
 
 from .length import bound_length
+from .lowering import Lowering
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .lowerer import Lowerer
 
 PRODUCT_STATES = 6_000  # a language's product with a length counter, built while lowering (each
 # minimization pass over it, here and in its lexeme, is ~0.1 s per 1,000 states of a counter)
@@ -27,7 +25,7 @@ PART_STATES = 20_000     # NFA states of json_length's per-part budgets past whi
 # (measured: `format: uri-reference` with maxLength 2048 made 25,868 and its DFA broke the 20,000 limit)
 
 
-def bound_text_length(lw: "Lowerer", language: Expr, lo: int, hi: int | None,
+def bound_text_length(lw: Lowering, language: Expr, lo: int, hi: int | None,
                        ptr: str) -> tuple[Expr, bool]:
     """(the strings of `language` with lo..hi characters, exact?): json_length's per-part
     budgets where they are exact and small; else the product of the language's DFA with a
@@ -50,7 +48,7 @@ def bound_text_length(lw: "Lowerer", language: Expr, lo: int, hi: int | None,
     return bounded, exact
 
 
-def _bound_dfa_length(lw: "Lowerer", lang, lo: int, hi: int | None, ptr: str) -> tuple[Expr, bool]:
+def _bound_dfa_length(lw: Lowering, lang, lo: int, hi: int | None, ptr: str) -> tuple[Expr, bool]:
     """(the strings of DFA `lang` (a dfa.Dfa or a leaf) with lo..hi characters, True): its
     product with a length counter; where that is too large, with a smaller cap (PRODUCT_STATES
     over the language's states, then halved while the product fails and the cap stays >= lo:
