@@ -78,6 +78,11 @@ class AsyncEngine:
             if not finished:
                 self.abort(request_id)
 
+    def check_request(self, prompt_token_ids: list[int], params: SamplingParams) -> None:
+        """What `add_request` would refuse (admission.RequestError), checked on the caller's thread:
+        the check reads only the vocabulary and context sizes."""
+        self.engine.check_request(prompt_token_ids, params)
+
     def abort(self, request_id: str) -> None:
         self._send(("abort", request_id))
 

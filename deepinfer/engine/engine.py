@@ -17,6 +17,7 @@ from concurrent.futures import Future, wait
 import torch
 
 from deepinfer.engine import guided
+from deepinfer.engine.admission import check_request
 from deepinfer.engine.constraints import ConstraintService
 from deepinfer.engine.config import EngineConfig
 from deepinfer.engine.invariance import batch_invariant
@@ -27,6 +28,7 @@ from deepinfer.engine.sequence import Sequence
 from deepinfer.engine.speculation.speculative import Speculator
 from deepinfer.engine.speculation.verify import rows_of, sample_rows
 from deepinfer.errors import UserError
+from deepinfer.model.deepseek_v4_cache import DeepseekV4Batch
 from deepinfer.kvcache import BlockManager, KVPool, PagedKVCache, SeqSlice, probe_layer_shapes
 from deepinfer.sampling import derive_seed
 from deepinfer.types import FinishReason, Request, RequestOutput, RequestStatus, SamplingParams, fresh_seed
@@ -38,12 +40,18 @@ class Engine:
         self.config = config = config or EngineConfig()
         self.model_config = model.config
         self.max_model_len = config.max_model_len or model.config.max_position_embeddings
-        shapes = probe_layer_shapes(model)
-        dtype = getattr(model, "dtype", torch.float32)
-        num_blocks = config.num_kv_blocks or max(
-            4, config.kv_cache_bytes // KVPool.bytes_per_block(shapes, config.block_size, dtype))
-        self.pool = KVPool(shapes, num_blocks, config.block_size, dtype)
-        self.blocks = BlockManager(num_blocks, config.block_size, config.enable_prefix_caching)
+        self.states: dict[Sequence, object] | None = None  # per-sequence model state (own-cache models)
+        if hasattr(model, "new_cache"):  # DeepSeek-V4 keeps its decode state itself
+            self.pool, self.states = None, {}
+            num_blocks = config.num_kv_blocks or max(4, -(-self.max_model_len // config.block_size) * config.max_num_seqs)
+            self.blocks = BlockManager(num_blocks, config.block_size, enable_prefix_caching=False)
+        else:
+            shapes = probe_layer_shapes(model)
+            dtype = getattr(model, "dtype", torch.float32)
+            num_blocks = config.num_kv_blocks or max(
+                4, config.kv_cache_bytes // KVPool.bytes_per_block(shapes, config.block_size, dtype))
+            self.pool = KVPool(shapes, num_blocks, config.block_size, dtype)
+            self.blocks = BlockManager(num_blocks, config.block_size, config.enable_prefix_caching)
         self.scheduler = Scheduler(self.blocks, SchedulerConfig(
             config.max_num_batched_tokens, config.max_num_seqs, config.chunked_prefill))
         self.constraints = ConstraintService(tokenizer, model.config.vocab_size)
@@ -65,11 +73,7 @@ class Engine:
     def add_request(self, prompt_token_ids: list[int], params: SamplingParams | None = None,
                     request_id: str | None = None, prompt: str | None = None) -> str:
         params = params or SamplingParams()
-        if not prompt_token_ids:
-            raise UserError("the prompt is empty: give at least one token")
-        if len(prompt_token_ids) >= self.max_model_len:
-            raise UserError(f"the prompt has {len(prompt_token_ids)} tokens; the model's context "
-                            f"is {self.max_model_len}")
+        self.check_request(prompt_token_ids, params)
         request_id = request_id if request_id is not None else f"req-{next(self._ids)}"
         if request_id in self.requests:
             raise UserError(f"request id {request_id!r} is already in use")
@@ -86,6 +90,10 @@ class Engine:
         else:
             self._enqueue(request)
         return request_id
+
+    def check_request(self, prompt_token_ids: list[int], params: SamplingParams) -> None:
+        """Raise admission.RequestError (naming the field) for a request no step could run."""
+        check_request(prompt_token_ids, params, self.model_config.vocab_size, self.max_model_len)
 
     def abort(self, request_id: str) -> None:
         """Finish the request now ("abort") and free its KV blocks."""
@@ -153,9 +161,23 @@ class Engine:
             offset += item.num_new
             if item.samples:  # the last known token's row, then one per draft token
                 logits_indices += range(offset - 1 - item.num_draft, offset)
-        cache = PagedKVCache(self.pool, slices, invariant=self.config.batch_invariant)
+        if self.states is not None:
+            cache = DeepseekV4Batch([(self._state(item.seq), item.num_new) for item in batch])
+        else:
+            cache = PagedKVCache(self.pool, slices, invariant=self.config.batch_invariant)
         return (torch.tensor(ids, dtype=torch.long), torch.tensor(positions, dtype=torch.long), cache,
                 torch.tensor(logits_indices, dtype=torch.long))
+
+    def _state(self, seq: Sequence):
+        """The model's decode state of `seq`, fresh when the sequence (re)starts from no computed tokens."""
+        state = self.states.get(seq)
+        if state is None or state.num_tokens != seq.num_computed:
+            if seq.num_computed:
+                raise RuntimeError(f"model state holds {state and state.num_tokens} tokens, the sequence "
+                                   f"{seq.num_computed}")
+            spec = self.config.speculative_config
+            state = self.states[seq] = self.model.new_cache(spec.max_draft + spec.max_forced + 1)
+        return state
 
     def _forward(self, input_ids, positions, cache, logits_indices) -> torch.Tensor:
         with torch.inference_mode(), batch_invariant(self.config.batch_invariant, self.config.linear_tile):
@@ -173,6 +195,8 @@ class Engine:
                 count = item.num_draft + 1
                 self._accept(seq, tokens[row:row + count], logprobs[row:row + count])
                 row += count
+            if self.states is not None and seq in self.states and not seq.finished:
+                self.states[seq].truncate(seq.num_computed)  # rejected draft tokens
             self.blocks.commit(seq.table, seq.token_ids, seq.num_computed)
             if seq.finished:
                 self._release(seq)
@@ -204,6 +228,8 @@ class Engine:
 
     def _release(self, seq: Sequence) -> None:
         self.scheduler.finish(seq)
+        if self.states is not None:
+            self.states.pop(seq, None)
         if self._speculator is not None:
             self._speculator.release(seq)
 

@@ -13,10 +13,11 @@ import logging
 import time
 
 from fastapi import Depends, FastAPI, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from deepinfer.server.errors import APIError
+from deepinfer.server.errors import APIError, error_response, protocol_of
+from deepinfer.server.guard import GuardConfig, RequestGuard
 from deepinfer.server.metrics import CONTENT_TYPE
 from deepinfer.server.routes_anthropic import router as anthropic_router
 from deepinfer.server.routes_openai import router as openai_router
@@ -24,10 +25,6 @@ from deepinfer.server.routes_responses import router as responses_router
 from deepinfer.server.state import ServerState, get_state
 
 log = logging.getLogger("deepinfer.server")
-
-
-def protocol_of(path: str) -> str:
-    return "anthropic" if path.startswith("/v1/messages") else "openai"
 
 
 async def require_api_key(request: Request) -> None:
@@ -78,22 +75,25 @@ class MetricsMiddleware:
 def create_app(state: ServerState) -> FastAPI:
     app = FastAPI(title="deepinfer", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.deepinfer = state
+    config = state.config
+    # The guard runs inside the metrics middleware, so refused requests are counted too.
+    app.add_middleware(RequestGuard, config=GuardConfig(config.max_body_bytes, config.api_key is not None,
+                                                        frozenset(h.lower() for h in config.allowed_hosts)))
     app.add_middleware(MetricsMiddleware, state=state)
 
     @app.exception_handler(APIError)
     async def api_error(request: Request, exc: APIError):
-        return JSONResponse(exc.body(protocol_of(request.url.path)), status_code=exc.status)
+        return error_response(exc, protocol_of(request.url.path))
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException):
-        err = APIError(exc.status_code, str(exc.detail))
-        return JSONResponse(err.body(protocol_of(request.url.path)), status_code=exc.status_code)
+        return error_response(APIError(exc.status_code, str(exc.detail)), protocol_of(request.url.path))
 
     @app.exception_handler(Exception)
     async def internal_error(request: Request, exc: Exception):
         log.exception("internal error on %s", request.url.path)
         err = APIError(500, f"internal server error: {type(exc).__name__}: {exc}")
-        return JSONResponse(err.body(protocol_of(request.url.path)), status_code=500)
+        return error_response(err, protocol_of(request.url.path))
 
     @app.get("/health")
     async def health():

@@ -8,18 +8,22 @@ that admission-time compiles are cache hits for the engine.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 from deepinfer.engine import AsyncEngine, resolve_model
 from deepinfer.server.config import ServerConfig
 from deepinfer.server.metrics import Metrics
+from deepinfer.server.prompt import max_token_chars
 from deepinfer.server.runner import Runner
 from deepinfer.server.state import ServerState
 from deepinfer.server.validation import ConstraintValidator
 
 
 def build_state(engine: Any, tokenizer: Any, compiler: Any, config: ServerConfig) -> ServerState:
+    if config.max_token_chars is None:
+        config = dataclasses.replace(config, max_token_chars=max_token_chars(tokenizer))
     metrics = Metrics(engine)
     return ServerState(config=config, engine=engine, tokenizer=tokenizer,
                        runner=Runner(engine, tokenizer, getattr(compiler, "vocab", None), metrics.record_choice),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from deepinfer.server.guard import DEFAULT_MAX_BODY_BYTES
+
 
 @dataclass(frozen=True)
 class ServerConfig:
@@ -15,6 +17,10 @@ class ServerConfig:
     reasoning_end: str = "</think>"
     json_whitespace: str | None = None  # JSON Schema whitespace mode: default / compact / unbounded
     compile_timeout_s: float = 60.0  # admission-time constraint compile limit (a 400 past it)
+    compile_workers: int = 4  # admission-time compiles running at once (see validation.py)
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES  # larger bodies are a 413, refused before parsing
+    allowed_hosts: tuple[str, ...] = ()  # Host names accepted besides loopback when there is no API key
+    max_token_chars: int | None = None  # the longest token's characters: bounds a text's token count below
 
     def max_tokens(self, requested: int | None, prompt_len: int) -> int:
         if requested is not None:

@@ -9,20 +9,27 @@ engine.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import ValidationError
+from starlette.responses import JSONResponse
 
 Protocol = Literal["openai", "anthropic"]
 
 # OpenAI error types by status; Anthropic uses its own names for the same statuses.
-_OPENAI_TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
-                 413: "invalid_request_error", 429: "rate_limit_error", 500: "server_error",
-                 503: "server_error"}
-_ANTHROPIC_TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
-                    413: "request_too_large", 429: "rate_limit_error", 500: "api_error",
-                    503: "overloaded_error"}
+_OPENAI_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                 404: "not_found_error", 413: "invalid_request_error", 415: "invalid_request_error",
+                 429: "rate_limit_error", 500: "server_error", 503: "server_error"}
+_ANTHROPIC_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                    404: "not_found_error", 413: "request_too_large", 415: "invalid_request_error",
+                    429: "rate_limit_error", 500: "api_error", 503: "overloaded_error"}
+
+
+def protocol_of(path: str) -> Protocol:
+    """Anthropic's error shape under /v1/messages, OpenAI's elsewhere."""
+    return "anthropic" if path.startswith("/v1/messages") else "openai"
 
 
 @dataclass
@@ -46,6 +53,18 @@ class APIError(Exception):
         return {"error": {"message": self.message,
                           "type": _OPENAI_TYPES.get(self.status, "server_error"),
                           "param": self.param, "code": self.code}}
+
+
+class SafeJSONResponse(JSONResponse):
+    """JSON with non-ASCII escaped: a message quoting the client's input stays encodable even
+    when that input held a lone surrogate (an unencodable body would drop the connection)."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
+def error_response(error: APIError, protocol: Protocol) -> JSONResponse:
+    return SafeJSONResponse(error.body(protocol), status_code=error.status)
 
 
 def bad_request(message: str, param: str | None = None, code: str | None = None) -> APIError:

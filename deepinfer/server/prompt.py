@@ -3,6 +3,12 @@
 Messages arrive here already normalized to the Hugging Face chat-template
 shape ({"role", "content", optional "tool_calls"/"tool_call_id"}); tools in
 the OpenAI function shape that templates expect.
+
+A text is never tokenized when its length alone shows it cannot fit the context: no
+token covers more characters than the longest token in the vocabulary, so a text of
+C characters has at least C / (that length) tokens (halved again for normalizers
+that merge characters). A 10 MB prompt is refused in microseconds instead of being
+tokenized for seconds.
 """
 
 from __future__ import annotations
@@ -11,8 +17,35 @@ import json
 from typing import Any
 
 from deepinfer.errors import UserError
+from deepinfer.server.config import ServerConfig
 from deepinfer.server.errors import bad_request
 from deepinfer.types import ToolDecl
+
+NORMALIZER_SLACK = 2  # a normalizer (NFKC, ...) may merge up to two input characters into one
+
+
+def max_token_chars(tokenizer: Any) -> int | None:
+    """The most characters one token of `tokenizer` can stand for (None if it cannot say)."""
+    size, spell = getattr(tokenizer, "vocab_size", None), getattr(tokenizer, "id_to_token", None)
+    if not isinstance(size, int) or spell is None:
+        return None
+    return max((len(spell(i) or "") for i in range(size)), default=0) or None
+
+
+def check_prompt_chars(text: str, max_tokens: int | None, config: ServerConfig) -> None:
+    """A 400 before tokenizing when `text` has too many characters to fit the context."""
+    if config.max_model_len is None or not config.max_token_chars:
+        return
+    at_least = -(-len(text) // (NORMALIZER_SLACK * config.max_token_chars))
+    if at_least + (max_tokens or 1) <= config.max_model_len:
+        return
+    if max_tokens is None:
+        raise bad_request(f"the prompt has {len(text)} characters, so at least {at_least} tokens: more than "
+                          f"the model's context length of {config.max_model_len} tokens",
+                          code="context_length_exceeded")
+    raise bad_request(f"the prompt has {len(text)} characters, so at least {at_least} tokens, and max_tokens "
+                      f"is {max_tokens}, which exceeds the model's context length of {config.max_model_len} "
+                      "tokens", param="max_tokens", code="context_length_exceeded")
 
 
 def template_tools(tools: list[ToolDecl]) -> list[dict] | None:
@@ -36,8 +69,10 @@ def with_tools_hint(messages: list[dict], tools: list[ToolDecl]) -> list[dict]:
     return [{"role": "system", "content": hint}, *messages]
 
 
-def render_chat(tokenizer: Any, messages: list[dict], tools: list[ToolDecl]) -> tuple[str, list[int]]:
-    """(prompt text, prompt token ids) for a chat; a template failure is a 400.
+def render_chat(tokenizer: Any, messages: list[dict], tools: list[ToolDecl], config: ServerConfig,
+                max_tokens: int | None) -> tuple[str, list[int]]:
+    """(prompt text, prompt token ids) for a chat; a template failure or a text too long for
+    the context (with `max_tokens`, when the client set it) is a 400.
 
     A template that ignores `tools` (SmolLM2's, for one) would leave the model
     unaware of them; the tools and the call format then go into the system message.
@@ -50,12 +85,14 @@ def render_chat(tokenizer: Any, messages: list[dict], tools: list[ToolDecl]) -> 
     except UserError as exc:
         raise bad_request(f"cannot apply the model's chat template to these messages: {exc}",
                           param="messages") from None
+    check_prompt_chars(text, max_tokens, config)
     # The template already spells out BOS and role markers as text.
     return text, tokenizer.encode(text, add_special_tokens=False)
 
 
-def render_text(tokenizer: Any, prompt: str) -> tuple[str, list[int]]:
+def render_text(tokenizer: Any, prompt: str, config: ServerConfig, max_tokens: int | None) -> tuple[str, list[int]]:
     """A raw completion prompt, with the tokenizer's usual special tokens (BOS)."""
+    check_prompt_chars(prompt, max_tokens, config)
     return prompt, tokenizer.encode(prompt, add_special_tokens=True)
 
 

@@ -79,9 +79,14 @@ class Runner:
         return list(table[token_id])
 
     def check(self, job: Job) -> None:
-        """Build the engine parameters once at admission, so that a value the engine refuses
-        is a 400 before the response starts rather than a failed stream."""
-        choice_params(job, 0)
+        """Build every choice's engine parameters at admission and let the engine check them
+        with the prompt (token ids, bias, seed: its `check_request`, when it has one), so that
+        a value the engine refuses is a 400 before the response starts, not a failed stream."""
+        check = getattr(self.engine, "check_request", None)
+        for index in range(job.n):
+            params = choice_params(job, index)
+            if check is not None:
+                check(job.prompt_token_ids, params)
 
     def _token_text(self, token_id: int) -> str:
         return self.tokenizer.decode([token_id], skip_special_tokens=False)

@@ -1,20 +1,22 @@
 """What every route needs: config, engine, tokenizer, runner, validator, metrics.
 
 Also the request-level helpers shared by routes: strict body parsing (a
-malformed or unknown field is a 400) and non-streaming collection that aborts
-the engine requests when the client disconnects.
+malformed or unknown field is a 400), admission (the engine's checks, then the
+constraint's compile) and non-streaming collection that aborts the engine
+requests when the client disconnects.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from fastapi import Request
 from pydantic import BaseModel, ValidationError
 
+from deepinfer.errors import UserError
+from deepinfer.server.body import parse_json_object
 from deepinfer.server.config import ServerConfig
 from deepinfer.server.errors import APIError, bad_request, from_validation_error
 from deepinfer.server.metrics import Metrics
@@ -37,33 +39,42 @@ def get_state(request: Request) -> ServerState:
     return request.app.state.deepinfer
 
 
-async def parse_body(request: Request, model: type[BaseModel]) -> Any:
-    raw = await request.body()
-    try:
-        body = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise bad_request(f"the request body is not valid JSON: {exc}", code="invalid_json") from None
-    if not isinstance(body, dict):
-        raise bad_request("the request body must be a JSON object", code="invalid_json")
+def parse_body(raw: bytes, model: type[BaseModel]) -> Any:
+    """The body as `model`, or a 400 naming the field (CPU work: callers run it off the loop)."""
+    body = parse_json_object(raw)
     try:
         return model.model_validate(body)
     except ValidationError as exc:
         raise from_validation_error(exc) from None
 
 
-async def admit(state: ServerState, job: Job) -> None:
-    """Everything that can refuse a request, before its response starts: the constraint
-    compiles, and the engine accepts the sampling parameters."""
-    await state.validator.validate(job.constraint)
-    state.runner.check(job)
+# The request field that holds each route's prompt, for the engine's refusals of prompt tokens.
+_PROMPT_FIELDS = {"/v1/completions": "prompt", "/v1/responses": "input"}
+
+
+def check_with_engine(state: ServerState, job: Job, prompt_field: str) -> None:
+    """The engine's admission checks (token ids, bias, seed) on every choice, as a 400."""
+    try:
+        state.runner.check(job)
+    except UserError as exc:
+        field = getattr(exc, "field", None)
+        param = prompt_field if field in (None, "prompt_token_ids") else field
+        raise bad_request(f"'{param}': {getattr(exc, 'reason', exc)}", param=param,
+                          code="invalid_request_parameter") from None
 
 
 async def admitted_job(request: Request, body_model: type[BaseModel], make_job) -> tuple[ServerState, Any, Job]:
-    """(state, parsed body, admitted job) of a generation request; every refusal is a 4xx before any byte."""
+    """(state, parsed body, admitted job) of a generation request; every refusal is a 4xx before any byte.
+
+    Parsing, rendering, tokenizing and compiling run in worker threads: the event loop only
+    moves bytes, so /health and every open stream keep their pace while a large request
+    is looked at."""
     state = get_state(request)
-    req = await parse_body(request, body_model)
-    job = make_job(req, state.tokenizer, state.config)
-    await admit(state, job)
+    raw = await request.body()
+    req = await asyncio.to_thread(parse_body, raw, body_model)
+    job = await asyncio.to_thread(make_job, req, state.tokenizer, state.config)
+    check_with_engine(state, job, _PROMPT_FIELDS.get(request.url.path, "messages"))
+    await state.validator.validate(job.constraint)
     return state, req, job
 
 

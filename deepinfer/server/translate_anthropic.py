@@ -82,7 +82,8 @@ def messages_job(req: MessagesRequest, tokenizer: Any, config: ServerConfig) -> 
     candidates = output_format_specs(req) + extra_field_specs(req, config.json_whitespace)
     parallel = not (req.tool_choice is not None and req.tool_choice.disable_parallel_tool_use)
     constraint = request_constraint(candidates, tools, mode, named, parallel, config.json_whitespace)
-    text, ids = render_chat(tokenizer, chat_messages(req), tools if mode != "none" else [])
+    text, ids = render_chat(tokenizer, chat_messages(req), tools if mode != "none" else [], config,
+                            req.max_tokens)
     check_context(ids, req.max_tokens, config.max_model_len)
     params = client_params(max_tokens=req.max_tokens, temperature=req.temperature, top_p=req.top_p,
                            top_k=req.top_k, seed=req.seed, stop=list(req.stop_sequences or []),

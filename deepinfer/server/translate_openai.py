@@ -48,13 +48,33 @@ def stop_list(stop: str | list[str] | None) -> list[str]:
     return stops
 
 
+MAX_TOKEN_ID = (1 << 31) - 1  # beyond any vocabulary; the engine checks the real one at admission
+
+
+def token_ids(prompt: list[int], config: ServerConfig) -> list[int]:
+    """A prompt given as token ids, each a plausible id (the engine checks its vocabulary)."""
+    if config.max_model_len is not None and len(prompt) >= config.max_model_len:
+        raise bad_request(f"the prompt has {len(prompt)} tokens; the model's context length is "
+                          f"{config.max_model_len}", param="prompt", code="context_length_exceeded")
+    for i, token in enumerate(prompt):
+        if not 0 <= token <= MAX_TOKEN_ID:
+            raise bad_request(f"'prompt[{i}]': {token} is not a token id", param="prompt")
+    return list(prompt)
+
+
 def logit_bias(bias: dict[str, float] | None) -> dict[int, float] | None:
+    """OpenAI's logit_bias: token id (as a JSON key) -> a bias in [-100, 100]."""
     if bias is None:
         return None
-    try:
-        return {int(k): float(v) for k, v in bias.items()}
-    except ValueError:
-        raise bad_request("'logit_bias' keys must be token ids", param="logit_bias") from None
+    out = {}
+    for key, value in bias.items():
+        if not (key.isascii() and key.isdigit()) or int(key) > MAX_TOKEN_ID:
+            raise bad_request(f"'logit_bias': the key {key!r} is not a token id", param="logit_bias")
+        if not -100 <= value <= 100:  # NaN and infinities fail this too
+            raise bad_request(f"'logit_bias.{key}': the bias {value!r} is outside [-100, 100]",
+                              param="logit_bias")
+        out[int(key)] = float(value)
+    return out
 
 
 def sampling(req, max_tokens: int, logprobs: int | None, config: ServerConfig) -> SamplingParams:
@@ -141,8 +161,9 @@ def chat_job(req: ChatCompletionRequest, tokenizer: Any, config: ServerConfig) -
     candidates += extra_field_specs(req, config.json_whitespace)
     parallel = req.parallel_tool_calls is not False
     constraint = request_constraint(candidates, tools, mode, named, parallel, config.json_whitespace)
-    text, ids = render_chat(tokenizer, chat_messages(req), tools if mode != "none" else [])
-    max_tokens = config.max_tokens(max_tokens_field(req), len(ids))
+    requested = max_tokens_field(req)
+    text, ids = render_chat(tokenizer, chat_messages(req), tools if mode != "none" else [], config, requested)
+    max_tokens = config.max_tokens(requested, len(ids))
     check_context(ids, max_tokens, config.max_model_len)
     logprobs = (req.top_logprobs or 0) if req.logprobs else None
     return Job(prompt_token_ids=ids, prompt_text=text, params=sampling(req, max_tokens, logprobs, config),
@@ -167,10 +188,10 @@ def completion_job(req: CompletionRequest, tokenizer: Any, config: ServerConfig)
                               param="prompt")
         prompt = prompt[0]
     if isinstance(prompt, list):
-        ids = [int(t) for t in prompt]
+        ids = token_ids(prompt, config)
         text = tokenizer.decode(ids, skip_special_tokens=False)
     else:
-        text, ids = render_text(tokenizer, prompt)
+        text, ids = render_text(tokenizer, prompt, config, req.max_tokens)
     if not ids:
         raise bad_request("'prompt' is empty", param="prompt")
     fmt = response_format_spec(req.response_format, config.json_whitespace)

@@ -74,7 +74,8 @@ def responses_job(req: ResponsesRequest, tokenizer: Any, config: ServerConfig) -
     candidates += extra_field_specs(req, config.json_whitespace)
     parallel = req.parallel_tool_calls is not False
     constraint = request_constraint(candidates, tools, mode, named, parallel, config.json_whitespace)
-    text, ids = render_chat(tokenizer, input_messages(req), tools if mode != "none" else [])
+    text, ids = render_chat(tokenizer, input_messages(req), tools if mode != "none" else [], config,
+                            req.max_output_tokens)
     max_tokens = config.max_tokens(req.max_output_tokens, len(ids))
     check_context(ids, max_tokens, config.max_model_len)
     params = client_params(max_tokens=max_tokens, temperature=req.temperature, top_p=req.top_p,

@@ -62,7 +62,8 @@ def test_malformed_body(server):
     r = httpx.post(server.url + "/v1/chat/completions", content=b"{not json", timeout=30,
                    headers={"content-type": "application/json"})
     assert r.status_code == 400 and "not valid JSON" in r.json()["error"]["message"]
-    r = httpx.post(server.url + "/v1/messages", content=b"[1, 2]", timeout=30)
+    r = httpx.post(server.url + "/v1/messages", content=b"[1, 2]", timeout=30,
+                   headers={"content-type": "application/json"})
     assert r.status_code == 400 and r.json()["error"]["message"] == "the request body must be a JSON object"
 
 
