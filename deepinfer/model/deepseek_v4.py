@@ -20,7 +20,7 @@ from torch import nn
 
 from deepinfer.model.config import ModelConfig
 from deepinfer.model.deepseek_v4_attention import V4Attention
-from deepinfer.model.deepseek_v4_cache import DeepseekV4Batch, DeepseekV4Cache
+from deepinfer.model.deepseek_v4_cache import DeepseekV4Batch, DeepseekV4Cache, StateLayout, state_layout
 from deepinfer.model.deepseek_v4_config import SLIDING, DeepseekV4Config
 from deepinfer.model.deepseek_v4_hyper import HyperConnection, HyperHead, mix_streams
 from deepinfer.model.deepseek_v4_moe import V4MoE
@@ -68,6 +68,7 @@ class DeepseekV4Model(nn.Module):
             raise ValueError(f"{config.architecture} is not a DeepSeek-V4 config")
         self.config, self.v4 = config, config.deepseek_v4
         self.dtype, self.device = dtype, torch.device(device)
+        self.layout = state_layout(self.v4)
         self.main_rope = RopeTable(self.v4.main_rope, self.device)
         self.compress_rope = RopeTable(self.v4.compress_rope, self.device)
         self.embedding = Embedding(config.vocab_size, config.hidden_size, config.tie_word_embeddings)
@@ -87,6 +88,10 @@ class DeepseekV4Model(nn.Module):
     def new_cache(self, max_rollback: int = 0) -> DeepseekV4Cache:
         """An empty decode state for one sequence; `truncate` can later undo up to `max_rollback` tokens."""
         return DeepseekV4Cache(self.v4, self.dtype, self.device, max_rollback)
+
+    def state_layout(self) -> StateLayout:
+        """What a sequence's decode state holds per layer, for storage kept outside the model (paged)."""
+        return self.layout
 
     @torch.no_grad()
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, cache: DeepseekV4Cache | DeepseekV4Batch,
@@ -109,15 +114,15 @@ class DeepseekV4Model(nn.Module):
         """The packed runs of this forward pass, checked against the tokens and positions given."""
         if isinstance(cache, DeepseekV4Cache):
             cache = DeepseekV4Batch([(cache, input_ids.shape[0])])
-        if not isinstance(cache, DeepseekV4Batch):
-            raise TypeError(f"DeepSeek-V4 keeps its own decode state: pass model.new_cache() or a DeepseekV4Batch "
-                            f"of them, not a {type(cache).__name__}")
+        if not all(hasattr(cache, name) for name in ("segments", "num_tokens", "commit")):
+            raise TypeError(f"DeepSeek-V4 keeps its own decode state: pass model.new_cache(), a DeepseekV4Batch "
+                            f"of them or a paged batch of the same interface, not a {type(cache).__name__}")
         if input_ids.dim() != 1 or positions.shape != input_ids.shape or cache.num_tokens != input_ids.shape[0]:
             raise ValueError(f"input_ids {tuple(input_ids.shape)} and positions {tuple(positions.shape)} must be "
                              f"[T] with T = {cache.num_tokens}, the new tokens of the batch's sequences")
         starts = positions[[s.start for s in cache.segments]].tolist()
         for segment, start in zip(cache.segments, starts):
-            if segment.cache.config != self.v4:
+            if segment.cache.layout != self.layout:
                 raise ValueError("a cache made for another model was passed to this DeepSeek-V4 model")
             if start != segment.past:
                 raise ValueError(f"a sequence with {segment.past} cached tokens continues at position "

@@ -25,6 +25,13 @@ Di = index_head_dim, r = the layer's compress rate; tensors in the model dtype):
 trails `num_tokens` by the `max_rollback` margin the cache was made with: enough window
 rows and pending projections are kept to rebuild the state of any such length.
 Compressed entries are never dropped except by `truncate`.
+
+`StateLayout` describes that state in plain numbers (per layer: the window's width, each
+compressed branch's rate, overlap and widths) for storage that lives outside the model: the
+engine's paged hybrid cache keeps the same rows in pages and hands the model, per forward
+pass, a batch whose segments' `cache` offers the same per-layer interface (`layers[i].window`
+with `extend`; `.compressor` / `.indexer` with `num_entries`, `append`, `pending_end`,
+`windows`, `add_entries`, `entries`) and the same `layout`.
 """
 
 from __future__ import annotations
@@ -34,6 +41,52 @@ from dataclasses import dataclass, field
 import torch
 
 from deepinfer.model.deepseek_v4_config import CSA, SLIDING, DeepseekV4Config
+
+
+@dataclass(frozen=True)
+class BranchLayout:
+    """A compressed branch: one entry of `entry_dim` every `rate` tokens, pooled from per-token
+    projections (kv and gate) of `width` channels each."""
+
+    rate: int
+    overlap: bool  # CSA: entry w also pools window w-1 (width 2 * entry_dim)
+    entry_dim: int
+
+    @property
+    def width(self) -> int:
+        return 2 * self.entry_dim if self.overlap else self.entry_dim
+
+    def needed_from(self, length: int) -> int:
+        """First position whose projections the entry after `length` tokens still needs."""
+        complete = length // self.rate
+        return max(0, (complete - 1 if self.overlap else complete) * self.rate)
+
+
+@dataclass(frozen=True)
+class LayerLayout:
+    window_dim: int  # K=V width of the sliding window
+    compressor: BranchLayout | None  # CSA and HCA layers
+    indexer: BranchLayout | None  # CSA layers: the Lightning Indexer's keys
+
+    def branches(self) -> tuple[BranchLayout, ...]:
+        return tuple(b for b in (self.compressor, self.indexer) if b is not None)
+
+
+@dataclass(frozen=True)
+class StateLayout:
+    """What a sequence's V4 decode state holds per layer; every layer attends `sliding_window` tokens."""
+
+    sliding_window: int
+    layers: tuple[LayerLayout, ...]
+
+
+def state_layout(config: DeepseekV4Config) -> StateLayout:
+    layers = []
+    for kind, rate in zip(config.layer_types, config.compress_rates):
+        compressor = None if kind == SLIDING else BranchLayout(rate, kind == CSA, config.head_dim)
+        indexer = BranchLayout(rate, True, config.index_head_dim) if kind == CSA else None
+        layers.append(LayerLayout(config.head_dim, compressor, indexer))
+    return StateLayout(config.sliding_window, tuple(layers))
 
 
 @dataclass
@@ -136,28 +189,27 @@ class DeepseekV4Cache:
     num_tokens: int = 0
     min_length: int = 0  # the shortest length `truncate` can restore
     layers: list[LayerState] = field(default_factory=list)
+    layout: StateLayout = field(init=False)
 
     def __post_init__(self) -> None:
         if self.max_rollback < 0:
             raise ValueError(f"max_rollback must be >= 0, got {self.max_rollback}")
+        self.layout = state_layout(self.config)
         self.layers = [self._new_layer(i) for i in range(self.config.num_layers)]
 
     def _empty(self, width: int) -> torch.Tensor:
         return torch.empty(0, width, dtype=self.dtype, device=self.device)
 
-    def _branch(self, rate: int, overlap: bool, dim: int) -> CompressorState:
-        width = 2 * dim if overlap else dim
-        return CompressorState(rate, overlap, self._empty(dim), self._empty(width), self._empty(width))
+    def _branch(self, branch: BranchLayout | None) -> CompressorState | None:
+        if branch is None:
+            return None
+        return CompressorState(branch.rate, branch.overlap, self._empty(branch.entry_dim),
+                               self._empty(branch.width), self._empty(branch.width))
 
     def _new_layer(self, layer: int) -> LayerState:
-        c = self.config
-        kind, rate = c.layer_types[layer], c.compress_rates[layer]
-        state = LayerState(WindowKV(self._empty(c.head_dim)))
-        if kind != SLIDING:
-            state.compressor = self._branch(rate, kind == CSA, c.head_dim)
-        if kind == CSA:
-            state.indexer = self._branch(rate, True, c.index_head_dim)
-        return state
+        shape = self.layout.layers[layer]
+        return LayerState(WindowKV(self._empty(shape.window_dim)), self._branch(shape.compressor),
+                          self._branch(shape.indexer))
 
     def advance(self, num_new: int) -> None:
         """Count the tokens of a finished forward pass and drop state no rollback can need."""
