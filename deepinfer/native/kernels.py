@@ -39,6 +39,8 @@ KERNELS: dict[str, Kernel] = {k.name: k for k in (
     Kernel("paged_decode", ("paged_decode_avx512.h", "paged_decode_portable.h", "fast_exp.h"), True,
            "deepinfer.kvcache.native_decode", "deepinfer.kvcache.decode",
            "decode attention reading the paged KV pool in place"),
+    Kernel("quant_matmul", (), True, "deepinfer.model.quant.matmul",
+           "deepinfer.model.quant.matmul:quant_linear_twin", "x W^T over block-quantized weights (GGUF, int8/int4)"),
     Kernel("nfa_build", ("int_vec.h",), False, "deepinfer.constraints.regular.native_nfa",
            "deepinfer.constraints.regular.nfa:build_nfa", "Thompson construction of an expression's NFA"),
     Kernel("dfa_subset", ("int_vec.h",), False, "deepinfer.constraints.regular.native_subset",
