@@ -1,16 +1,15 @@
 """GrammarCompiler: constraint text -> CompiledConstraint, with an LRU cache.
 
-Owns dispatch from each constraint kind to its front end (regex here; JSON
-Schema and EBNF front ends imported lazily from their modules) and from the IR
-to a back end: non-recursive grammars are inlined into one DFA (regular back
-end); recursive ones go to the context-free back end `deepinfer.constraints.cfg`
-(`build_automaton(grammar, vocab, limits) -> TokenAutomaton`).
-Knows nothing about the engine.
+Owns dispatch from each constraint kind to its front end (regex, JSON Schema, EBNF)
+and the compile around it: caching, the bounded warm-up of big grammars, the GC
+pauses. Which back end builds the IR is backends.py's: non-recursive grammars are
+inlined into one DFA (regular back end), recursive ones go to the context-free back
+end `deepinfer.constraints.cfg`; a JSON Schema's two lowerings and trackers are
+built there too. Knows nothing about the engine.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import sys
 import threading
@@ -21,11 +20,14 @@ from typing import Any
 
 from . import ir
 from .automaton import TokenAutomaton
-from .regular.dfa import Limits, determinize_expr
+from .backends import build_automaton, build_schema
 from .errors import ConstraintError
-from .regular.gcpause import freeze_survivors, gc_paused
+from .frontends.ebnf import lower_grammar
+from .frontends.json.lowered import lower_for_compiler
+from .frontends.json.schema import pydantic_schema
 from .frontends.regex import lower_regex
-from .regular.automaton import RegularAutomaton
+from .regular.dfa import Limits, determinize_expr
+from .regular.gcpause import freeze_survivors, gc_paused
 from .vocab import Vocabulary
 
 
@@ -56,27 +58,6 @@ class CompiledConstraint:
     def annotations(self) -> list[str]:
         """What the front end accepted without enforcing (e.g. unknown formats)."""
         return self.grammar.annotations
-
-
-def is_recursive(grammar: ir.Grammar) -> bool:
-    """True if a rule reachable from the start rule refers (indirectly) to itself."""
-    state: dict[str, int] = {}  # 1 = on stack, 2 = done
-
-    def visit(name: str) -> bool:
-        state[name] = 1
-        for ref in ir.rule_refs(grammar.rules[name]):  # memoized on the IR nodes
-            if ref not in grammar.rules:
-                raise ConstraintError(f"rule {name!r} refers to undefined rule {ref!r}")
-            mark = state.get(ref)
-            if mark == 1 or (mark is None and visit(ref)):
-                return True
-        state[name] = 2
-        return False
-
-    try:
-        return visit(grammar.start)
-    finally:
-        visit = None  # noqa: F841 - breaks the recursive closure's cycle (freed now, not by a GC pass)
 
 
 class GrammarCompiler:
@@ -142,23 +123,16 @@ class GrammarCompiler:
     def compile_json_schema(self, schema, **options) -> CompiledConstraint:
         """JSON Schema (dict, JSON text or Pydantic model class); options go to the
         front end (`whitespace=...`, `strict=...`)."""
-        module = _front_end("json.schema", "JSON Schema")
-        text = _schema_key(schema)
         opts = tuple(sorted((k, repr(v)) for k, v in options.items()))
-        if hasattr(module, "compile_json_schema"):  # front end with its own back-end wrapper
-            build = lambda: module.compile_json_schema(self, schema, **options)  # noqa: E731
-        else:
-            build = lambda: self._compile(  # noqa: E731
-                "json_schema", lambda: module.lower_json_schema(schema, **options))
-        return self._cached(("json_schema", text, opts), build)
+        return self._cached(("json_schema", _schema_key(schema), opts),
+                            lambda: self._compile_schema(schema, options))
 
     def compile_grammar(self, text: str | None = None, syntax: str = "lark",
                         start: str | None = None, name: str | None = None) -> CompiledConstraint:
         """An EBNF grammar (lark or GBNF syntax), or a shipped grammar by `name`."""
-        module = _front_end("ebnf", "EBNF grammar")
         key = ("grammar", text, (syntax, start, name))
         return self._cached(key, lambda: self._compile(
-            "grammar", lambda: module.lower_grammar(text, syntax, start, name)))
+            "grammar", lambda: lower_grammar(text, syntax, start, name)))
 
     # -------------------------------------------------------------- back end
     def _compile(self, kind: str, lower) -> CompiledConstraint:
@@ -173,17 +147,21 @@ class GrammarCompiler:
             stats["dfa_states"] = dfa.num_states
         return CompiledConstraint(kind, grammar, automaton, self.vocab, stats)
 
+    def _compile_schema(self, schema, options: dict) -> CompiledConstraint:
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, 20_000))  # back ends walk expression trees recursively
+        try:
+            lowered = lower_for_compiler(schema, **options)
+            automaton, stats = build_schema(lowered, self.vocab, self.limits)
+        except RecursionError:
+            raise ConstraintError("JSON Schema nests too deeply to compile") from None
+        finally:
+            sys.setrecursionlimit(limit)
+        return CompiledConstraint("json_schema", lowered.grammar, automaton, self.vocab, stats)
+
     def build_automaton(self, grammar: ir.Grammar) -> TokenAutomaton:
-        """IR -> TokenAutomaton (no caching); for front ends that wrap automata."""
-        if is_recursive(grammar):
-            try:
-                cfg = importlib.import_module("deepinfer.constraints.cfg")
-            except ModuleNotFoundError as exc:
-                if exc.name != "deepinfer.constraints.cfg":
-                    raise
-                raise ConstraintError("recursive grammar needs the context-free back end") from None
-            return cfg.build_automaton(grammar, self.vocab, self.limits)
-        return RegularAutomaton(self.build_dfa(grammar), self.vocab)
+        """IR -> TokenAutomaton (no caching; backends.build_automaton)."""
+        return build_automaton(grammar, self.vocab, self.limits)
 
     def build_dfa(self, grammar_or_expr):
         """A regular grammar (or one IR expression) -> minimized byte DFA."""
@@ -197,21 +175,10 @@ def _lexeme_count(automaton) -> int:
     return 0 if automaton is None else len(automaton.lexemes)
 
 
-def _front_end(module: str, what: str):
-    try:
-        return importlib.import_module(f"deepinfer.constraints.frontends.{module}")
-    except ModuleNotFoundError as exc:
-        if exc.name != f"deepinfer.constraints.frontends.{module}":
-            raise
-        raise ConstraintError(f"{what} constraints are not available yet") from None
-
-
 def _schema_key(schema) -> str:
     if isinstance(schema, str):
         return schema
     if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
-        from deepinfer.constraints.frontends.json.schema import pydantic_schema
-
         return f"pydantic:{schema.__module__}.{schema.__qualname__}:" + json.dumps(
             pydantic_schema(schema), sort_keys=True)
     limit = sys.getrecursionlimit()

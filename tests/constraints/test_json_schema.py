@@ -113,9 +113,7 @@ def test_recursive_schema_becomes_rule_cycle():
         "type": "array", "items": {"$ref": "#/$defs/node"}}}, "additionalProperties": False}},
         "$ref": "#/$defs/node"}
     grammar = lower_json_schema(schema)
-    from deepinfer.constraints.compiler import is_recursive
-
-    assert is_recursive(grammar)
+    assert ir.is_recursive(grammar)
     assert matches(grammar, dump({"v": 1, "kids": [{"v": 2, "kids": [{"kids": []}]}]}))
     assert not matches(grammar, dump({"v": 1, "kids": [{"v": "x"}]}))
 

@@ -4,8 +4,9 @@ language (equal minimal DFAs), and compile_json_schema lowers a recursive schema
 import pytest
 
 from deepinfer.constraints import GrammarCompiler, Vocabulary, ir
-from deepinfer.constraints.compiler import is_recursive
-from deepinfer.constraints.frontends.json import schema as json_schema
+from deepinfer.constraints import backends
+from deepinfer.constraints.ir import is_recursive
+from deepinfer.constraints.frontends.json import lowered
 from deepinfer.constraints.frontends.json.schema import lower_json_schema, unsplit
 
 def _vocab() -> Vocabulary:
@@ -35,8 +36,8 @@ def test_unsplit_is_the_plain_language(schema):
 
 def test_recursive_schema_is_lowered_once(monkeypatch):
     calls = []
-    real = json_schema.lower_json_schema
-    monkeypatch.setattr(json_schema, "lower_json_schema", lambda *a, **k: calls.append(k) or real(*a, **k))
+    real = lowered.lower_json_schema
+    monkeypatch.setattr(lowered, "lower_json_schema", lambda *a, **k: calls.append(k) or real(*a, **k))
     compiled = GrammarCompiler(_vocab()).compile_json_schema(
         {"type": "object", "properties": {"n": {"type": "integer"}}})
     assert compiled.stats["back_end"] == "cfg"
@@ -51,13 +52,11 @@ def _accepts(compiled, text: str) -> bool:
 
 
 def test_larger_regular_schema_goes_to_the_cfg_back_end():
-    from deepinfer.constraints.frontends.json import compile as json_compile
-
     props = {f"field_{i}": {"type": "string", "maxLength": 5} for i in range(12)}
     schema = {"type": "object", "properties": props, "required": ["field_0"], "additionalProperties": False}
     plain = unsplit(lower_json_schema(schema, split=True))
     assert not is_recursive(plain)
-    assert json_compile._nfa_states(plain, None) > json_compile.DFA_FIRST_MAX_NFA_STATES
+    assert backends.nfa_states(plain) > backends.DFA_FIRST_MAX_NFA_STATES
     compiled = GrammarCompiler(_vocab()).compile_json_schema(schema)
     assert compiled.stats["back_end"] == "cfg"
     assert _accepts(compiled, '{"field_0": "ab", "field_3": ""}')

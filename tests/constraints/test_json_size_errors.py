@@ -4,6 +4,7 @@ import re
 
 import pytest
 
+from deepinfer.constraints import GrammarCompiler, Limits
 from deepinfer.constraints.errors import ConstraintError
 from json_verdicts import BYTE_COMPILER as COMPILER
 
@@ -42,5 +43,17 @@ def _nested(depth: int) -> dict:
     ({"type": "object", "properties": {"k": {"const": _nested(500)}}}, "/properties/k/const: `const`"),
 ])
 def test_an_enum_or_const_too_large_is_named_where_it_is(schema, where):
-    with pytest.raises(ConstraintError, match=re.escape(f"JSON Schema {where} makes this value's automaton too large")):
+    with pytest.raises(ConstraintError, match=re.escape(f"JSON Schema {where} makes this value's automaton too large")) \
+            as info:
         COMPILER.compile_json_schema(schema)
+    assert info.value.limit
+
+
+def test_a_limit_met_is_told_by_the_errors_reason_not_its_text():
+    small = GrammarCompiler(COMPILER.vocab, limits=Limits(max_dfa_states=50))
+    with pytest.raises(ConstraintError, match="exceeds 50 DFA states") as info:
+        small.compile_regex("[a-z]{100}")
+    assert info.value.limit
+    with pytest.raises(ConstraintError) as info:  # not a limit: a malformed regex
+        small.compile_regex("(")
+    assert not info.value.limit and info.value.reason is None

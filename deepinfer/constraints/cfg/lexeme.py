@@ -46,7 +46,7 @@ class Lexeme:
         self.first_bytes = first_bytes      # bool [256]: bytes a match can start with
         self.nullable = nullable            # expr itself also matches ε (excluded here)
         self.size_hint = len(nfa.eps) if nfa is not None else size_hint
-        self.error: str | None = None
+        self.error: ConstraintError | None = None  # why its DFA failed to build
         self._nfa, self._limits, self._rules = nfa, limits, rules
         self._lock = threading.Lock()
 
@@ -81,7 +81,7 @@ class Lexeme:
                             dfa = determinize_expr(ir.Grammar(rules, "__lexeme__"), self._limits)
                     trans, accepting, digest = dfa.trans, dfa.accepting, dfa.digest
             except ConstraintError as exc:  # too large after all: match nothing (sound)
-                self.error = str(exc)
+                self.error = exc.with_traceback(None)
                 trans, accepting = np.full((1, 256), -1, np.int32), np.zeros(1, bool)
                 start, digest = 0, "empty"
             if self.nullable:  # a fresh non-accepting start state with the start's moves

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from .. import ir
 from ..regular.dfa import Limits, budget_clock
-from ..errors import ConstraintError
+from ..errors import ConstraintError, Reason
 from ..ir.facts import FactsCache
 from ..regular.nfa import build_nfa
 from .scan import lexeme_cache
@@ -185,7 +185,7 @@ class _Splitter:
             return self.lexeme_ids[expr]
         if budget_clock() > self.deadline:  # fail closed in bounded time, never hang a caller
             raise ConstraintError(f"grammar too complex: splitting it into lexical pieces took more than "
-                                  f"{self.limits.time_budget_s:g} s ({len(self.lexemes)} pieces so far)")
+                                  f"{self.limits.time_budget_s:g} s ({len(self.lexemes)} pieces so far)", Reason.LIMIT)
         key = lexeme_cache.lexeme_key(expr, self.regular_rules, self.limits, self.grammar.referenced_rules)
         cached = lexeme_cache.get(key)
         if cached is None:
@@ -197,7 +197,7 @@ class _Splitter:
             index = len(self.lexemes)
             self.lexemes.append(lexeme)
         if len(self.lexemes) > 10_000:
-            raise ConstraintError("grammar too large: more than 10000 lexical pieces")
+            raise ConstraintError("grammar too large: more than 10000 lexical pieces", Reason.LIMIT)
         self.lexeme_ids[expr] = (index, nullable)
         return index, nullable
 
@@ -225,7 +225,7 @@ class _Splitter:
                             size_hint=facts.states)
             lexeme.build()
             if lexeme.error:
-                raise ConstraintError(lexeme.error)
+                raise lexeme.error
             return lexeme, False
         rules = dict(self.regular_rules)
         rules["__lexeme__"] = expr
@@ -236,7 +236,7 @@ class _Splitter:
         lexeme = Lexeme(expr, nfa, self.limits, first, nullable)
         lexeme.build()
         if lexeme.error:
-            raise ConstraintError(lexeme.error)
+            raise lexeme.error
         return lexeme, nullable
 
 

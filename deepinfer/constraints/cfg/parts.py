@@ -154,7 +154,7 @@ def _rest_dfa(rest, limits: Limits):
             _rests.move_to_end(key)
             got = _rests[key]
             if isinstance(got, ConstraintError):
-                raise ConstraintError(str(got))
+                raise ConstraintError(str(got), got.reason)
             return got
     got = not_in_rest_dfa(rest, limits)  # "any other key" K ...: from the names (not_in_dfa.py)
     if got is None:
@@ -171,7 +171,7 @@ def _rest_dfa(rest, limits: Limits):
             # remember it: every key composed with this rest fails the same way.
             with _lock:
                 _rests[key] = exc
-            raise ConstraintError(str(exc)) from None
+            raise ConstraintError(str(exc), exc.reason) from None
     if got is not None:  # named once per rest, not per key composed with it
         got = (*got, b"rest#%d" % next(_rest_names))
     with _lock:

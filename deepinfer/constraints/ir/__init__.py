@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..errors import ConstraintError
 from .build import alt, literal, optional, repeat, seq
 from .nodes import EMPTY, NOTHING, Alt, ByteDfa, CharClass, Expr, Literal, Repeat, RuleRef, Seq, rule_refs
 from .printing import to_ebnf
@@ -114,3 +115,25 @@ def derives_something(expr: Expr, productive: set[str]) -> bool:
     if isinstance(expr, ByteDfa):
         return True  # trimmed: its start state reaches an accepting one
     raise TypeError(f"not an IR expression: {expr!r}")
+
+
+def is_recursive(grammar: Grammar) -> bool:
+    """True if a rule reachable from the start rule refers (indirectly) to itself: the grammar
+    is then not regular as written, and goes to the context-free back end."""
+    state: dict[str, int] = {}  # 1 = on stack, 2 = done
+
+    def visit(name: str) -> bool:
+        state[name] = 1
+        for ref in rule_refs(grammar.rules[name]):  # memoized on the IR nodes
+            if ref not in grammar.rules:
+                raise ConstraintError(f"rule {name!r} refers to undefined rule {ref!r}")
+            mark = state.get(ref)
+            if mark == 1 or (mark is None and visit(ref)):
+                return True
+        state[name] = 2
+        return False
+
+    try:
+        return visit(grammar.start)
+    finally:
+        visit = None  # noqa: F841 - breaks the recursive closure's cycle (freed now, not by a GC pass)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .minimize import canonical_order, minimize, trim
-from ..errors import ConstraintError
+from ..errors import ConstraintError, Reason
 from .native_nfa import NfaTables, nfa_tables
 from .native_subset import subset_table
 from .nfa import Nfa, build_nfa
@@ -27,7 +27,7 @@ budget_clock = time.thread_time   # the clock every compile-time budget reads
 
 @dataclass
 class Limits:
-    """Compile-work limits; exceeding one raises ConstraintError (never a hang).
+    """Compile-work limits; exceeding one raises a ConstraintError whose reason is Reason.LIMIT (never a hang).
 
     time_budget_s counts CPU seconds of the compiling thread (`budget_clock`), not wall time: on a
     loaded machine a wall-clock budget made the same schema compile or fail depending on what
@@ -122,7 +122,7 @@ def determinize(nfa: Nfa | NfaTables, limits: Limits) -> Dfa:
     while i < len(order):
         if i % 64 == 0 and budget_clock() > deadline:
             raise ConstraintError(f"constraint too complex: determinization exceeded "
-                                  f"{limits.time_budget_s:g} s ({len(order)} states)")
+                                  f"{limits.time_budget_s:g} s ({len(order)} states)", Reason.LIMIT)
         targets = _successors(order[i], moves) if small else _successors_sets(order[i], moves)
         row = [-1] * num_classes
         for c, key in targets.items():
@@ -130,7 +130,7 @@ def determinize(nfa: Nfa | NfaTables, limits: Limits) -> Dfa:
             if j is None:
                 if len(order) >= limits.max_dfa_states:
                     raise ConstraintError(f"constraint too large: its automaton exceeds "
-                                          f"{limits.max_dfa_states} DFA states")
+                                          f"{limits.max_dfa_states} DFA states", Reason.LIMIT)
                 j = ids[key] = len(order)
                 order.append(key)
             row[c] = j

@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import ir
 from .dfa import Dfa, Limits, canonical_order, determinize_expr, minimize, trim
-from ..errors import ConstraintError
+from ..errors import ConstraintError, Reason
 
 MAX_PRODUCT_STATES = 4_000
 MAX_EXPR_NODES = 20_000  # to_expr gives up past this many IR nodes (state elimination can blow up)
@@ -41,7 +41,7 @@ def expr_dfa(expr: ir.Expr) -> Dfa | None:
     try:
         return determinize_expr(expr, _LIMITS)
     except ConstraintError as exc:
-        if "no string" in str(exc):
+        if exc.reason is Reason.EMPTY:
             return None
         raise DfaOpError(str(exc)) from None
 
@@ -62,8 +62,10 @@ def finish(table: np.ndarray, accepting: np.ndarray) -> Dfa | None:
     with its digest (None: the empty language)."""
     try:
         table, accepting = trim(table, accepting)
-    except ConstraintError:
-        return None  # empty language
+    except ConstraintError as exc:
+        if exc.reason is not Reason.EMPTY:
+            raise
+        return None
     table, accepting, start = minimize(table, accepting)
     table, accepting = canonical_order(table, accepting, start)
     table = np.ascontiguousarray(table, dtype=np.int32)

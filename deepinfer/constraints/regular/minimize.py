@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ConstraintError
+from ..errors import ConstraintError, Reason
 
 
 def trim(table: np.ndarray, accepting: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -25,7 +25,7 @@ def trim(table: np.ndarray, accepting: np.ndarray) -> tuple[np.ndarray, np.ndarr
     if live is NO_KERNEL:
         live = _live_states(table, accepting)
     if not live[0]:
-        raise ConstraintError("the constraint matches no string (empty language)")
+        raise ConstraintError("the constraint matches no string (empty language)", Reason.EMPTY)
     renum = np.full(table.shape[0] + 1, -1, dtype=np.int32)  # index -1 -> last slot -> -1
     renum[:-1][live] = np.arange(int(live.sum()), dtype=np.int32)
     new = renum[table[live]]

@@ -9,7 +9,7 @@ build the Python NFA. Why: lexeme DFAs are built inside the mask step that first
 them, and half of each build was nfa.py making ~1,200 states one Python call at a time
 (MaskBench); a serialized node costs about what one state did, and programs of
 rule-free subtrees (the JSON string body, bounded whitespace) are kept process-wide.
-Raises ConstraintError as build_nfa does (undefined or recursive rule, too many states).
+Raises ConstraintError as build_nfa does (undefined or recursive rule; too many states, Reason.LIMIT).
 Knows nothing about tokens or grammars beyond the IR.
 """
 
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import ir
-from ..errors import ConstraintError
+from ..errors import ConstraintError, Reason
 from .nfa import Nfa, dfa_runs, inlined_rule, utf8_sequences
 
 _P = ctypes.c_void_p
@@ -92,7 +92,7 @@ def nfa_tables(grammar_or_expr, max_states: int = 200_000) -> NfaTables | None:
     count = lib.nfa_build(words.ctypes.data, len(words), max_states, out, ends.ctypes.data)
     if count == -1:
         raise ConstraintError(f"constraint too large: its automaton exceeds {max_states} "
-                              "NFA states (large bounded repetition or alternation?)")
+                              "NFA states (large bounded repetition or alternation?)", Reason.LIMIT)
     if count == -3:
         raise MemoryError("NFA construction: out of memory")
     if count < 0:

@@ -7,7 +7,7 @@ cannot be built here (no compiler, DEEPINFER_NATIVE=0): dfa.py then runs its Pyt
 construction. Same states, in discovery order; dfa.py trims, minimizes and renumbers
 either one canonically, so both give the same DFA. Why: the Python construction was
 most of a lexeme's build (~0.2-3 ms per lexeme inside mask steps, seconds for big
-schemas at compile time). Raises ConstraintError past the limits, like dfa.py.
+schemas at compile time). Raises ConstraintError (Reason.LIMIT) past the limits, like dfa.py.
 `moore_partition` is dfa_minimize's Moore refinement compiled the same way (a lexeme of
 tens of states spent ~100 us in numpy rounds). Knows nothing about tokens or grammars.
 """
@@ -19,7 +19,7 @@ from itertools import chain
 
 import numpy as np
 
-from ..errors import ConstraintError
+from ..errors import ConstraintError, Reason
 
 _P = ctypes.c_void_p
 _SIGNATURES = {
@@ -90,10 +90,10 @@ def _construct(n, eps_start, eps, edge_start, edge_lo, edge_hi, edge_to, start, 
                                  start, accept, num_classes, max_states, budget_s,
                                  ctypes.byref(table_p), ctypes.byref(acc_p))
     if count == -1:
-        raise ConstraintError(f"constraint too large: its automaton exceeds {max_states} DFA states")
+        raise ConstraintError(f"constraint too large: its automaton exceeds {max_states} DFA states", Reason.LIMIT)
     if count == -2:
         raise ConstraintError("constraint too complex: determinization exceeded its time budget "
-                              f"({budget_s:.3g} s were left)")
+                              f"({budget_s:.3g} s were left)", Reason.LIMIT)
     if count < 0:
         raise MemoryError("subset construction: out of memory")
     try:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import ir
-from ..errors import ConstraintError
+from ..errors import ConstraintError, Reason
 
 _MAX_SCALAR = (0x7F, 0x7FF, 0xFFFF)
 
@@ -81,7 +81,7 @@ class Nfa:
     def new_state(self) -> int:
         if len(self.eps) >= self.max_states:
             raise ConstraintError(f"constraint too large: its automaton exceeds {self.max_states} "
-                                  "NFA states (large bounded repetition or alternation?)")
+                                  "NFA states (large bounded repetition or alternation?)", Reason.LIMIT)
         self.eps.append([])
         self.edges.append([])
         return len(self.eps) - 1

@@ -44,11 +44,11 @@ def lower_json_schema(schema, *, whitespace: str = "default", strict: bool | lis
     nest; None makes them recursive (context-free back end). split: put every sub-schema
     in its own non-regular rule (same language), for the context-free back end.
     unique_matcher: `uniqueItems` over unbounded item sets is left to the matcher
-    (the caller wraps the automaton, see `compile_json_schema`); the grammar then says so
+    (the caller wraps the automaton, see lowered.py); the grammar then says so
     in its annotations. length_caps: the (pointer, base URI) of the `maxLength` nodes whose
-    strings are left unbounded for the matcher to count (json_caps.capped_nodes; the caller
-    wraps the automaton in `constraints.length_caps.LengthCapAutomaton`). deadline: `dfa.budget_clock()` (thread CPU time) value past which lowering fails
-    (default: LOWER_TIME_BUDGET_S from now).
+    strings are left unbounded for the matcher to count (caps.capped_nodes; the caller
+    wraps the automaton in length_caps.LengthCapAutomaton). deadline: the `dfa.budget_clock()`
+    (thread CPU time) value past which lowering fails (default: LOWER_TIME_BUDGET_S from now).
     """
     lowerer = Lowerer(load_schema(schema), Whitespace(whitespace), strict, any_depth, KEYWORDS)
     if deadline is not None:
@@ -135,5 +135,3 @@ def check_json(document) -> Any:
             raise ConstraintError(f"JSON Schema {ptr or '/'}: a {type(value).__name__} is not a JSON value")
     return document
 
-
-from .compile import compile_json_schema
