@@ -24,7 +24,7 @@ from . import cfg, ir
 from .automaton import TokenAutomaton
 from .errors import ConstraintError, Reason
 from .frontends.json.lowered import LoweredSchema
-from .ir.facts import FactsCache
+from .regular.facts import FactsCache
 from .regular.automaton import RegularAutomaton
 from .regular.dfa import Limits, budget_clock, determinize_expr
 from .regular.nfa import build_nfa
@@ -75,7 +75,7 @@ def build_schema(lowered: LoweredSchema, vocab: Vocabulary, limits: Limits) -> t
 
 
 def nfa_states(grammar: ir.Grammar) -> int:
-    """The NFA size of a regular grammar, from the IR (ir/facts.py; exact)."""
+    """The NFA size of a regular grammar, from the IR (regular/facts.py; exact)."""
     try:
         return FactsCache(grammar.rules).of(ir.RuleRef(grammar.start)).states
     except KeyError:  # an undefined rule: the NFA build reports it

@@ -19,7 +19,7 @@ from deepinfer.constraints.regular import dfa_ops
 from deepinfer.constraints import ir
 from deepinfer.constraints.frontends.json.formats import FORMAT_REGEXES
 from deepinfer.constraints.frontends.json.pattern import parse_pattern
-from deepinfer.constraints.frontends.json.strings import encode_dfa, encode_expr
+from deepinfer.constraints.regular.json_strings import encode_dfa, encode_expr
 
 LANGUAGES = [
     r"[a-z]+@[a-z]+\.com",

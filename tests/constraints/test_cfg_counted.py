@@ -10,7 +10,7 @@ from deepinfer.constraints import ir
 from deepinfer.constraints.cfg.counted import counted_dfa
 from deepinfer.constraints.regular.dfa import Dfa, Limits, determinize
 from deepinfer.constraints.regular.minimize import minimize, trim
-from deepinfer.constraints.cfg.parts import split_parts
+from deepinfer.constraints.cfg.composed import split_parts
 from deepinfer.constraints.regular.dfa_ops import _product
 from deepinfer.constraints.frontends.json.schema import lower_json_schema
 from deepinfer.constraints.frontends.json.scalars import ASCII_CHAR, COUNTED_CHAR

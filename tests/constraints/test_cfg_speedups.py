@@ -113,7 +113,7 @@ def test_key_trie_runs_equal_runs_without_the_loop_state(deepseek_compiler, deep
     """Every state of a real "any other key" lexeme (JSON Schema lowering): root runs through
     the loop state's run (ref_runs.py) equal root runs computed without it."""
     from deepinfer.constraints.cfg.scan import cache as scan
-    from deepinfer.constraints.cfg.parts import split_parts
+    from deepinfer.constraints.cfg.composed import split_parts
 
     schema = {"type": "object", "properties": {k: {"type": "integer"} for k in
                                                ["path", "pattern", "name", "nam\u00e9", "k\"q", "年"]}}

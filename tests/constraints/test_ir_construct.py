@@ -96,7 +96,7 @@ def test_trie_other_classes_match_charclass_of(words, children):
 
 
 def test_plain_class_encoding_shortcut_matches_the_full_encoding():
-    from deepinfer.constraints.frontends.json import strings as json_strings
+    from deepinfer.constraints.regular import json_strings
 
     full = json_strings.encode_codepoints.__wrapped__
     rng = random.Random(2)

@@ -40,7 +40,7 @@ def test_uri_with_max_length(fmt, hi, exact):
 def test_length_counter_is_the_length_language():
     """dfa_ops.length_dfa counts characters as `.{lo,hi}` does, multi-byte ones included."""
     from deepinfer.constraints import ir
-    from deepinfer.constraints.frontends.json.strings import ANY_CHAR
+    from deepinfer.constraints.regular.json_strings import ANY_CHAR
 
     for lo, hi in [(0, 3), (2, 5), (3, None), (0, None), (1, 1)]:
         got = dfa_ops.intersect(dfa_ops.length_dfa(lo, hi), dfa_ops.expr_dfa(ir.repeat(ANY_CHAR)))

@@ -43,7 +43,7 @@ def test_key_trie_automaton_is_linear_in_the_names():
 
 def test_plain_literal_fast_path_matches_per_character_encoding():
     from deepinfer.constraints import ir
-    from deepinfer.constraints.frontends.json.strings import _PLAIN_TEXT, encode_codepoints
+    from deepinfer.constraints.regular.json_strings import _PLAIN_TEXT, encode_codepoints
 
     for cp in list(range(0x3000)) + list(range(0xD700, 0xE100)) + [0xFFFD, 0x10000, 0x10FFFF]:
         single = ir.CharClass(((cp, cp),))

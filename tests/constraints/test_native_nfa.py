@@ -12,7 +12,7 @@ from deepinfer.constraints import ConstraintError, ir
 from deepinfer.constraints.regular import dfa, native_nfa, native_subset
 from deepinfer.constraints.regular.dfa_ops import expr_dfa
 from deepinfer.constraints.frontends.regex import parse_regex
-from deepinfer.constraints.frontends.json.strings import encode_expr
+from deepinfer.constraints.regular.json_strings import encode_expr
 from deepinfer.constraints.regular.nfa import build_nfa
 
 pytestmark = pytest.mark.skipif(native_nfa._library() is None, reason="no C compiler here")

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import ir
-from ..ir.facts import FactsCache
+from ..regular.facts import FactsCache
 from ..regular.dfa import Limits, determinize_expr
 from ..errors import ConstraintError
 from .scan.literal_runs import MIN_LITERAL

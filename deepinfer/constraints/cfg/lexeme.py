@@ -11,7 +11,7 @@ weaker filter). The DFA (`trans`, `accepting`, `start`, `digest`, `rows`,
 `accept_list`) appears as plain attributes on first access (`__getattr__`),
 so the per-byte hot path pays nothing once built.
 
-A small lexeme (by ir_facts' exact NFA state count) does not even keep an NFA
+A small lexeme (by regular/facts.py's exact NFA state count) does not even keep an NFA
 until then: its facts come from the IR, and the NFA is built with the DFA.
 
 A DFA (or lazy NFA) that fails to build at that point (its limits) becomes the empty
@@ -30,7 +30,7 @@ from ..regular.dfa import Limits, determinize, determinize_expr, literal_set_dfa
 from ..errors import ConstraintError
 from ..regular.gcpause import gc_paused
 from ..regular.nfa import Nfa
-from .parts import composed_dfa
+from .composed import composed_dfa
 
 EAGER_NFA_STATES = 4000  # bigger NFAs are determinized at compile time (limits fail the compile)
 _DFA_ATTRS = frozenset({"trans", "accepting", "start", "digest", "rows", "accept_list"})
@@ -61,7 +61,7 @@ class Lexeme:
             if "trans" in self.__dict__:
                 return
             try:
-                # `,` ws `"` key-trie ...: from a shared head and rest (parts.py), not a
+                # `,` ws `"` key-trie ...: from a shared head and rest (composed.py), not a
                 # subset construction of its own (the rest recurs in the same schema)
                 parts = None if self.nullable else composed_dfa(self.expr, self._limits)
                 texts = None if parts is not None else _literal_set(self.expr)

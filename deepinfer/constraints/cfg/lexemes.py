@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from .. import ir
 from ..regular.dfa import Limits, budget_clock
 from ..errors import ConstraintError, Reason
-from ..ir.facts import FactsCache
+from ..regular.facts import FactsCache
 from ..regular.nfa import build_nfa
 from .scan import lexeme_cache
 from .lexeme import EAGER_NFA_STATES, Lexeme, analyze
-from .parts import split_parts
+from .composed import split_parts
 from .recursion import nonregular_rules, unroll
 
 START = 0  # the augmented start nonterminal S' -> start
@@ -204,7 +204,7 @@ class _Splitter:
     def new_lexeme(self, expr: ir.Expr, refs: tuple) -> tuple[Lexeme | None, bool]:
         """(expr minus ε as a Lexeme, or None if that is empty; expr nullable?).
 
-        A small lexeme (exact NFA size from ir_facts) builds nothing now: its NFA and DFA
+        A small lexeme (exact NFA size from regular/facts.py) builds nothing now: its NFA and DFA
         come on first use (most lexemes of a schema are not reached by the first masks,
         many never). A big one builds its NFA now (its size limit fails the compile) and
         its DFA too (so DFA limits fail the compile where they could be hit)."""
@@ -220,7 +220,7 @@ class _Splitter:
                           rules=rules, size_hint=facts.states), facts.nullable
         if facts is not None and facts.nonempty and not facts.nullable and split_parts(expr):
             # a big key trie behind `,` ws `"`: its DFA is composed from shared parts
-            # (parts.py, whose rest build checks the limits), so its whole NFA is not built
+            # (composed.py, whose rest build checks the limits), so its whole NFA is not built
             lexeme = Lexeme(expr, None, self.limits, facts.first_bytes(), False, rules={},
                             size_hint=facts.states)
             lexeme.build()

@@ -3,7 +3,7 @@
 An object whose undeclared members are allowed reads
 its member names through K = encoded_not_in(names) (constraints/not_in.py):
 every JSON string body whose decoded value is not a declared name. Its lexeme's
-rest `K "` `:` ws ... (parts.py) used to be determinized from an NFA of thousands
+rest `K "` `:` ws ... (composed.py) used to be determinized from an NFA of thousands
 of states (one encoded class per trie node), 5-150 ms inside the mask step that
 first reached it. Here it is assembled directly:
 
@@ -34,8 +34,8 @@ from ..regular.dfa import Limits, determinize_expr
 from ..errors import ConstraintError
 from ..regular.gcpause import gc_paused
 from ..ir.ranges import SURROGATES
-from ..ir.facts import FactsCache
-from ..frontends.json.strings import ANY_CHAR, encode_codepoints, encode_expr
+from ..regular.facts import FactsCache
+from ..regular.json_strings import ANY_CHAR, encode_codepoints, encode_expr
 from ..regular.not_in import words_of
 from .heads import plain
 

@@ -208,7 +208,7 @@ class ByteDfa(Expr):
     start state 0; both read-only. The DFA must be minimal and canonically numbered
     (dfa_ops builds it so), so `digest` names the language: equal digests, equal
     languages. Its strings are UTF-8 text of whatever alphabet the context reads
-    (decoded characters before json_strings.encode_expr, JSON string text after)."""
+    (decoded characters before regular/json_strings.encode_expr, JSON string text after)."""
 
     trans: object
     accepting: object

@@ -2,11 +2,12 @@
 
 Owns `not_in(words)` (a regular expression over decoded characters) and
 `encoded_not_in(words)` (the same language over JSON string text, i.e.
-`encode_expr(not_in(words))`), both built from the words' trie. Knows nothing
-about schemas: json_objects asks for undeclared property names, json_scalars for
-strings outside `not: {enum}` (through frontends/json_not_in.py, which re-exports
-it); cfg/not_in_dfa.py reads the words back (`words_of`). It sits outside
-frontends/ so that that back-end module needs no front-end import.
+`encode_expr(not_in(words))`, json_strings.py), both built from the words' trie.
+Knows nothing about schemas: the JSON Schema front end asks for undeclared property
+names (frontends/json/additional.py) and strings outside `not: {enum}` (scalars.py),
+through frontends/json/not_in.py, which re-exports it; cfg/not_in_dfa.py reads the
+words back (`words_of`). It sits in the regular stage so that that back-end module
+needs no front-end import.
 
 Why a module of its own: every object whose additional members are allowed asks for
 the complement of its property names, and that was the largest single piece of a
@@ -24,7 +25,7 @@ from typing import Callable
 
 from deepinfer.constraints import ir
 from deepinfer.constraints.ir import SURROGATES, CharClass, Expr, alt, literal, repeat, seq
-from deepinfer.constraints.frontends.json.strings import ANY_CHAR, encode_expr
+from deepinfer.constraints.regular.json_strings import ANY_CHAR, encode_expr
 
 
 def not_in(words) -> Expr:

@@ -35,7 +35,7 @@ from .few_walks import FEW_TOKENS, walk_scope
 from . import native_keys
 from .native_runs import native_parts
 from .native_walks import TokenTrie
-from ..parts import rest_run_key
+from ..composed import rest_run_key
 from .ref_runs import reference_pairs, reference_part, reference_state
 from .tables import SIG_LEVELS, ascii_signatures, compact_rows, small_sub_dfa_key, sub_dfa_digest
 from .walks import keys_from, live_keys, loop_shortcut, loop_table, walk_offsets, walk_uniform
@@ -159,7 +159,7 @@ class ScanCache:
         sub-DFA, renumbered, when that is small (the same language in another lexeme,
         such as `":` ws after every property name, or the "any other key" state of every
         key trie, then shares its runs), or the rest's name and state when the state lies in
-        the shared rest of a composed lexeme (parts.rest_run_key), else (digest, state)."""
+        the shared rest of a composed lexeme (composed.rest_run_key), else (digest, state)."""
         key = (digest, state)
         got = self.run_keys.get(key)
         if got is None:

@@ -18,7 +18,7 @@ from typing import Callable
 
 from deepinfer.constraints import ir
 from deepinfer.constraints.ir import Expr, alt, repeat, seq
-from deepinfer.constraints.ir.facts import FactsCache
+from deepinfer.constraints.regular.facts import FactsCache
 
 from .pattern_syntax import ANY, C, PatternError
 

@@ -3,7 +3,8 @@
 A debugging and testing aid for the JSON Schema front end: it lets tests check
 the language of a lowered schema with `re.fullmatch`, independently of the
 token-level back end. Rules are inlined; a recursive grammar raises
-`ValueError`. Knows only the IR.
+`ValueError`; a DFA leaf is printed through its state-eliminated expression
+(regular/dfa_ops.py). Knows only the IR.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import re
 
 from deepinfer.constraints import ir
+from deepinfer.constraints.regular import dfa_ops
 
 
 def grammar_to_regex(grammar: ir.Grammar, max_len: int = 5_000_000) -> str:
@@ -48,7 +50,6 @@ def grammar_to_regex(grammar: ir.Grammar, max_len: int = 5_000_000) -> str:
             case ir.RuleRef(name):
                 return "(?:" + rule(name) + ")"
             case ir.ByteDfa():  # back to an expression (slow, may fail: DfaOpError; tests only)
-                from deepinfer.constraints.regular import dfa_ops
                 return "(?:" + expr(dfa_ops.to_expr(dfa_ops.expr_dfa(e))) + ")"
         raise TypeError(repr(e))
 

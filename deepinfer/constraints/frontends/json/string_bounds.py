@@ -13,7 +13,7 @@ from __future__ import annotations
 from deepinfer.constraints.regular import dfa_ops
 from deepinfer.constraints import ir
 from deepinfer.constraints.ir import Expr
-from deepinfer.constraints.ir.facts import FactsCache
+from deepinfer.constraints.regular.facts import FactsCache
 
 from .length import bound_length
 from .lowering import Lowering

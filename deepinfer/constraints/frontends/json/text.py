@@ -4,7 +4,7 @@ Owns how decoded JSON values map to JSON text in the IR: the bounded whitespace
 policies, the JSON string grammar, and the text of fixed JSON values (`const`,
 `enum`). The JSON encoding of string characters (a constraint on the *decoded*
 string value, such as `pattern` or `maxLength`, as an exact constraint on the
-JSON text) is constraints/json_strings.py, re-exported here. Knows nothing
+JSON text) is regular/json_strings.py, re-exported here. Knows nothing
 about schemas or automata.
 """
 
@@ -15,7 +15,7 @@ import json
 from deepinfer.constraints import ir
 from deepinfer.constraints.errors import ConstraintError
 from deepinfer.constraints.ir import CharClass, Expr, alt, literal, optional, repeat, seq
-from deepinfer.constraints.frontends.json.strings import ANY_CHAR, HEX, PLAIN, encode_codepoints, encode_expr, encode_text
+from deepinfer.constraints.regular.json_strings import ANY_CHAR, HEX, PLAIN, encode_codepoints, encode_expr, encode_text
 
 WHITESPACE_MODES = ("default", "compact", "unbounded")
 MAX_INDENT = 20  # default mode: a run is at most one newline plus this many spaces/tabs

@@ -1,7 +1,7 @@
 """ir_facts' process-wide cache: only expressions without rule references are shared."""
 
 from deepinfer.constraints import ir
-from deepinfer.constraints.ir.facts import FactsCache
+from deepinfer.constraints.regular.facts import FactsCache
 
 
 def test_rule_dependent_facts_are_not_shared_between_grammars():

@@ -6,10 +6,12 @@ string can start with, and an estimate of the Thompson NFA's state count) and
 rules an expression refers to. The context-free back end uses them to decide, per
 lexeme, whether anything must be built at compile time: a lexeme whose NFA would be
 small gets both its NFA and its DFA on first use (cfg/lexeme.py), so compiles no
-longer build automata for pieces the first masks never reach. The facts are exact (the
-size is nfa.py's count up to the sharing of UTF-8 prefixes); first bytes follow the
-UTF-8 encoding of each character class. Created for the time-to-first-mask work; knows
-the IR and nfa.py's UTF-8 splitting, nothing about tokens or parsing.
+longer build automata for pieces the first masks never reach; the compiler uses the
+size to pick one DFA for a small grammar (backends.py). The facts are exact (the size
+is nfa.py's count up to the sharing of UTF-8 prefixes); first bytes follow the UTF-8
+encoding of each character class. A prediction of this stage's own NFA construction,
+which is why it sits here and not in ir/; knows the IR and nfa.py's UTF-8 splitting,
+nothing about tokens or parsing.
 """
 
 from __future__ import annotations

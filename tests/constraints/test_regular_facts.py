@@ -10,7 +10,7 @@ from deepinfer.constraints.cfg.recursion import nonregular_rules
 from deepinfer.constraints.regular.dfa import Limits
 from deepinfer.constraints.frontends.json.schema import lower_json_schema
 from deepinfer.constraints.frontends.regex import parse_regex
-from deepinfer.constraints.ir.facts import FactsCache
+from deepinfer.constraints.regular.facts import FactsCache
 from deepinfer.constraints.regular.nfa import build_nfa
 
 SCHEMAS = [

@@ -1,21 +1,23 @@
-"""Lexeme DFAs composed from a small head and a shared rest: `,` ws `"` (key trie) `":` ws.
+"""Lexeme DFAs composed from a small head and a shared rest, instead of determinized whole.
 
-An object with optional properties offers, after
-each value, the lexeme `,` ws `"` K `":` ws, where K is its "any other key"
-trie (every string but the listed names), and at its first key the same lexeme
-without `,` ws. Each used to be determinized on its own: the same K (hundreds
-to thousands of DFA states) twice per object, 15-300 ms each, mostly inside a
-mask step (TBM) or the compile (TTFM). Here a lexeme Seq(head items, rest
-items) is split after its last literal that leaves a rest of MIN_REST_NFA+
-states behind a small plain head; the head's DFA (heads.py, shared) and the rest's DFA (cached here,
-process-wide, bounded) are concatenated: a few array copies. A rest that starts with an
-"any other key" K is assembled from K's names (not_in_dfa.py) instead of determinized.
+Any plain lexeme Seq(items) qualifies: it is split after its last literal that leaves
+a rest of MIN_REST_NFA+ NFA states behind a head of at most MAX_HEAD_NFA states; the
+head's DFA (a literal's chain, or heads.py's shared DFA) and the rest's DFA (cached
+here, process-wide, bounded) are concatenated: a few array copies. Exact when the
+concatenation is deterministic, which `compose` checks: no accepting head state reads
+a first byte of the rest (then the rest starts exactly where the head ends). The
+composed table need not be minimal; nothing relies on that for correctness (scan.py's
+digests only share less). Two rest shapes are laid out directly rather than
+determinized, recognized from the IR alone: the complement of a set of names
+(not_in_dfa.py, the shape regular/not_in.py builds) and a counted repetition before a
+literal (counted.py).
 
-Exact when the concatenation is deterministic, which `compose` checks: no
-accepting head state reads a first byte of the rest (then the rest starts
-exactly where the head ends). The composed table need not be minimal; nothing
-relies on that for correctness (scan.py's digests only share less).
-Knows nothing about tokens or parsing.
+Generic over grammars; JSON Schema objects are where it pays most. An object with
+optional properties offers, after each value, the lexeme `,` ws `"` K `":` ws, where K
+is its "any other key" trie, and at its first key the same lexeme without `,` ws: each
+used to be determinized on its own, the same K (hundreds to thousands of DFA states)
+twice per object, 15-300 ms each, mostly inside a mask step (TBM) or the compile
+(TTFM); here both share one rest. Knows nothing about tokens, parsing or schemas.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from .. import ir
 from ..regular.dfa import Limits, determinize_expr
 from ..errors import ConstraintError
 from ..regular.gcpause import gc_paused
-from ..ir.facts import FactsCache
+from ..regular.facts import FactsCache
 from .heads import MAX_HEAD_NFA, plain, shared_head
 from .counted import counted_dfa
 from .not_in_dfa import not_in_rest_dfa

@@ -3,12 +3,14 @@
 Owns how a decoded string character maps to JSON string text: the plain
 characters (themselves, as UTF-8: one spelling, not json.dumps's default ASCII
 `\\uXXXX` form), the escapes of quote, backslash and control characters
-(json.dumps's form plus the equivalent `\\uXXXX` spellings) and `\\/`, `encode_codepoints` / `encode_expr` / `encode_text`, so
-that a constraint on a *decoded* string value becomes an exact constraint on
-the JSON text. Shared by the JSON Schema front end (frontends/json_text.py
-re-exports it) and the back end's direct key-trie DFAs (cfg/not_in_dfa.py),
-which is why it sits outside frontends/. Knows nothing about schemas,
-whitespace or automata.
+(json.dumps's form plus the equivalent `\\uXXXX` spellings) and `\\/`:
+`encode_codepoints` / `encode_expr` / `encode_text` / `encode_dfa`, so that a
+constraint on a *decoded* string value becomes an exact constraint on the JSON
+text. A text encoding of a language, nothing JSON Schema specific: the JSON
+Schema front end lowers with it (frontends/json/text.py re-exports it) and the
+back ends build the complement of a set of names with it directly (not_in.py
+here, cfg/not_in_dfa.py), so it sits in the regular stage, below both. Knows
+nothing about schemas or whitespace; of automata only dfa_ops' DFA leaves.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ import numpy as np
 from deepinfer.constraints import ir
 from deepinfer.constraints.ir import CharClass, Expr, alt, literal, repeat, seq
 from deepinfer.constraints.ir.ranges import SURROGATE_CHAR
+
+from . import dfa_ops
 
 _QUOTE, _BACKSLASH = ord('"'), ord("\\")
 _NAMED_ESCAPES = {0x08: "\\b", 0x0C: "\\f", 0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t", _QUOTE: '\\"',
@@ -143,8 +147,6 @@ def encode_dfa(leaf: ir.ByteDfa) -> Expr:
     backslash opens a small trie of escapes (quote, backslash, slash, the named control
     escapes, and `u00XX` for controls, quote and backslash, hex digits in either case),
     each ending where its decoded character led. Trie states are made only where used."""
-    from deepinfer.constraints.regular import dfa_ops
-
     trans = np.asarray(leaf.trans)
     n = trans.shape[0]
     rows = [row for row in trans.copy()]  # int32 [256] each, grown below

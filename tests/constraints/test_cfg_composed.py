@@ -1,4 +1,4 @@
-"""Lexeme DFAs composed from a shared head and rest (cfg/parts.py) accept exactly the
+"""Lexeme DFAs composed from a shared head and rest (cfg/composed.py) accept exactly the
 lexeme's language, give the same masks as fully determinized lexemes on the real DeepSeek-V4
 vocabulary, and the `,` ws `"` key-trie and `"` key-trie lexemes of one object share one rest."""
 
@@ -11,7 +11,7 @@ import pytest
 from deepinfer.constraints import ir
 
 from cfg_test_helpers import assert_same_masks_along, same_language
-from deepinfer.constraints.cfg import heads, lexeme as lexeme_mod, parts
+from deepinfer.constraints.cfg import composed as composition, heads, lexeme as lexeme_mod
 from deepinfer.constraints.cfg.automaton import CfgAutomaton
 from deepinfer.constraints.cfg.lexeme import Lexeme
 from deepinfer.constraints.cfg.lexemes import Bnf
@@ -43,11 +43,11 @@ def test_composed_lexemes_equal_determinized(deepseek_compiler, case):
     automaton = _cfg(deepseek_compiler.compile_json_schema(SCHEMAS[case][0]))
     composed = literal_heads = 0
     for lx in automaton.lexemes:
-        got = None if lx.nullable else parts.composed_dfa(lx.expr, Limits())
+        got = None if lx.nullable else composition.composed_dfa(lx.expr, Limits())
         if got is None:
             continue
         composed += 1
-        literal_heads += all(isinstance(i, ir.Literal) for i in parts.split_parts(lx.expr)[0].items)
+        literal_heads += all(isinstance(i, ir.Literal) for i in composition.split_parts(lx.expr)[0].items)
         dfa = determinize(build_nfa(lx.expr, 200_000), Limits())
         assert same_language(got[0], got[1], dfa.trans, dfa.accepting, got[3]), repr(lx.expr)[:200]
     assert composed >= 2 and literal_heads >= 1  # key lexemes `"name":` ws: a chain DFA head
@@ -55,7 +55,7 @@ def test_composed_lexemes_equal_determinized(deepseek_compiler, case):
 
 def test_comma_and_first_key_tries_share_a_rest(deepseek_compiler):
     automaton = _cfg(deepseek_compiler.compile_json_schema(SCHEMAS[0][0]))
-    splits = [parts.split_parts(lx.expr) for lx in automaton.lexemes]
+    splits = [composition.split_parts(lx.expr) for lx in automaton.lexemes]
     rests = {}
     for split in splits:
         if split is not None:
@@ -67,7 +67,7 @@ def test_comma_and_first_key_tries_share_a_rest(deepseek_compiler):
 def _rebuilt(automaton: CfgAutomaton) -> CfgAutomaton:
     """The same grammar with fresh lexemes determinized whole (no composition)."""
     fresh = [Lexeme(lx.expr, None, Limits(), lx.first_bytes, lx.nullable, rules={}) if
-             parts.split_parts(lx.expr) is not None else lx for lx in automaton.lexemes]
+             composition.split_parts(lx.expr) is not None else lx for lx in automaton.lexemes]
     bnf = automaton.bnf
     return CfgAutomaton(Bnf(bnf.names, bnf.productions, fresh), automaton.vocab)
 
@@ -93,22 +93,22 @@ def test_compose_refuses_a_nondeterministic_join():
     head = determinize(build_nfa(ir.Seq((ir.Literal("a"), ir.Repeat(ir.Literal("b"), 0, None))), 100),
                        Limits())
     rest = determinize(build_nfa(ir.Literal("bc"), 100), Limits())
-    assert parts.compose(head.trans, head.accepting, rest.trans, rest.accepting) is None
+    assert composition.compose(head.trans, head.accepting, rest.trans, rest.accepting) is None
     rest = determinize(build_nfa(ir.Literal("cb"), 100), Limits())
-    trans, accepting, _, start = parts.compose(head.trans, head.accepting, rest.trans, rest.accepting)
+    trans, accepting, _, start = composition.compose(head.trans, head.accepting, rest.trans, rest.accepting)
     whole = determinize(build_nfa(ir.Seq((ir.Literal("a"), ir.Repeat(ir.Literal("b"), 0, None),
                                           ir.Literal("cb"))), 100), Limits())
     assert same_language(trans, accepting, whole.trans, whole.accepting, start)
 
 
 def test_shared_caches_are_bounded(monkeypatch):
-    monkeypatch.setattr(parts, "MAX_KEPT_STATES", 10)
-    parts.clear()
+    monkeypatch.setattr(composition, "MAX_KEPT_STATES", 10)
+    composition.clear()
     for i in range(6):
-        parts._rest_dfa(ir.Seq((ir.CharClass(((97, 122),)), ir.Literal(f"tail{i}"))), Limits())
-        assert parts._kept[0] <= 10 or len(parts._rests) == 1
-    assert len(parts._rests) < 6
-    parts.clear()
+        composition._rest_dfa(ir.Seq((ir.CharClass(((97, 122),)), ir.Literal(f"tail{i}"))), Limits())
+        assert composition._kept[0] <= 10 or len(composition._rests) == 1
+    assert len(composition._rests) < 6
+    composition.clear()
     monkeypatch.setattr(heads, "_HEADS_MAX", 3)
     for i in range(5):
         heads.shared_head(ir.Literal(f"h{i}"))
@@ -122,13 +122,13 @@ def test_composed_digests_name_exactly_what_was_composed():
     rest = (ws, ir.Repeat(ir.CharClass(((97, 122),)), 1, 40), ir.Literal("!"))
     digests = {}
     for key in ['"a":', '"b":', '"ab":', '"a":|']:
-        trans, _, digest, _ = parts.composed_dfa(ir.Seq((ir.Literal(key),) + rest), Limits())
-        again = parts.composed_dfa(ir.Seq((ir.Literal(key),) + rest), Limits())[2]
+        trans, _, digest, _ = composition.composed_dfa(ir.Seq((ir.Literal(key),) + rest), Limits())
+        again = composition.composed_dfa(ir.Seq((ir.Literal(key),) + rest), Limits())[2]
         assert again == digest
         digests[digest] = trans.tobytes()
     assert len(digests) == 4
     other_rest = ir.Seq((ir.Literal('"a":'), ws, ir.Repeat(ir.CharClass(((97, 122),)), 1, 41), ir.Literal("!")))
-    assert parts.composed_dfa(other_rest, Limits())[2] not in digests
+    assert composition.composed_dfa(other_rest, Limits())[2] not in digests
 
 
 def test_keys_composed_with_one_rest_share_its_runs_and_only_those():
@@ -136,19 +136,19 @@ def test_keys_composed_with_one_rest_share_its_runs_and_only_those():
     composed with it, so runs are shared); head states and other rests do not."""
     ws = ir.Repeat(ir.CharClass(((32, 32),)), 0, 3)
     rest = (ws, ir.Repeat(ir.CharClass(((97, 122),)), 1, 40), ir.Literal("!"))
-    built = [parts.composed_dfa(ir.Seq((ir.Literal(key),) + rest), Limits()) for key in ['"a":', '"bc":']]
+    built = [composition.composed_dfa(ir.Seq((ir.Literal(key),) + rest), Limits()) for key in ['"a":', '"bc":']]
     (trans_a, acc_a, digest_a, start_a), (trans_b, acc_b, digest_b, start_b) = built
     assert start_a == start_b  # the rest is laid out first: its states are 0 .. start - 1
     for q in range(start_a):
-        key = parts.rest_run_key(digest_a, q)
-        assert key == parts.rest_run_key(digest_b, q) and key[0] == "rest"
+        key = composition.rest_run_key(digest_a, q)
+        assert key == composition.rest_run_key(digest_b, q) and key[0] == "rest"
         assert (trans_a[q] == trans_b[q]).all() and acc_a[q] == acc_b[q]  # the same rows indeed
     for q in range(start_a, len(trans_a)):  # the heads differ: keyed by their own digest
-        assert parts.rest_run_key(digest_a, q) is None
-    other = parts.composed_dfa(ir.Seq((ir.Literal('"a":'), ws, ir.Repeat(ir.CharClass(((97, 122),)), 1, 41),
+        assert composition.rest_run_key(digest_a, q) is None
+    other = composition.composed_dfa(ir.Seq((ir.Literal('"a":'), ws, ir.Repeat(ir.CharClass(((97, 122),)), 1, 41),
                                        ir.Literal("!"))), Limits())
-    assert parts.rest_run_key(other[2], 0) != parts.rest_run_key(digest_a, 0)
-    assert parts.rest_run_key("a1b2", 0) is None  # a determinized lexeme's digest
+    assert composition.rest_run_key(other[2], 0) != composition.rest_run_key(digest_a, 0)
+    assert composition.rest_run_key("a1b2", 0) is None  # a determinized lexeme's digest
 
 
 def test_a_rest_over_the_limits_fails_the_lexeme_at_once():
@@ -158,9 +158,9 @@ def test_a_rest_over_the_limits_fails_the_lexeme_at_once():
     rest = ir.seq(ir.CharClass.of([(97, 98)]), ir.repeat(ir.CharClass.of([(97, 98)]), 0, None),
                   ir.CharClass.of([(97, 97)]), ir.repeat(ir.CharClass.of([(97, 98)]), 12, 12))
     expr = ir.seq(ir.literal('"k":'), rest)
-    parts.clear()
+    composition.clear()
     with pytest.raises(ConstraintError, match="DFA states"):
-        parts.composed_dfa(expr, Limits(max_nfa_states=10_000, max_dfa_states=500))
+        composition.composed_dfa(expr, Limits(max_nfa_states=10_000, max_dfa_states=500))
     with pytest.raises(ConstraintError, match="DFA states"):  # remembered: not built again
-        parts.composed_dfa(ir.seq(ir.literal('"other":'), *expr.items[1:]),
+        composition.composed_dfa(ir.seq(ir.literal('"other":'), *expr.items[1:]),
                            Limits(max_nfa_states=10_000, max_dfa_states=500))
