@@ -45,6 +45,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "the same either way, only speed differs)")
     parser.add_argument("--no-jump-forward", action="store_true",
                         help="sample text the constraint forces instead of appending it (on by default)")
+    parser.add_argument("--swa-replay", choices=("bounded", "exact"), default=None,
+                        help="how a prefix-cache hit or a preempted request rebuilds the sliding-window KV "
+                             "the cache does not keep: bounded (replay --swa-replay-tokens tokens; "
+                             "DeepSeek-V4's default) or exact (output equals a cold run; the default of "
+                             "sliding-window models)")
+    parser.add_argument("--swa-replay-tokens", type=int, default=None,
+                        help="tokens a bounded replay recomputes (default 140)")
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
 
 
@@ -58,6 +65,10 @@ def run(args: argparse.Namespace) -> int:
         engine_kwargs["speculative"] = False
     if args.no_jump_forward:
         engine_kwargs["jump_forward"] = False
+    if args.swa_replay is not None:
+        engine_kwargs["swa_replay"] = args.swa_replay
+    if args.swa_replay_tokens is not None:
+        engine_kwargs["swa_replay_tokens"] = args.swa_replay_tokens
     serve(args.model, host=args.host, port=args.port, api_key=args.api_key,
           model_name=args.served_model_name, reasoning_aware=args.reasoning_aware,
           default_max_tokens=args.max_tokens_default, engine_kwargs=engine_kwargs, log_level=args.log_level,

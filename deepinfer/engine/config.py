@@ -27,6 +27,13 @@ class EngineConfig:
     batch_invariant: bool = False
     linear_tile: int = DEFAULT_TILE
     max_model_len: int | None = None
+    # Sliding-window replay (kvcache/replay.py): a prefix-cache hit or a preempted sequence whose
+    # window KV the cache does not keep recomputes the tokens before it. "bounded" replays
+    # swa_replay_tokens (DeepSeek-V4.1 keeps a 140-token suffix; output drifts slightly from a cold
+    # run), "exact" as far as the windows of all layers compound (output equals a cold run's).
+    # None: bounded for hybrid models (DeepSeek-V4), exact for the sliding-window models.
+    swa_replay: str | None = None
+    swa_replay_tokens: int = 140
     # Append text the constraint forces without sampling it (speculation/jump_forward.py): fewer
     # forward passes for the same outputs. Requests with logprobs never jump.
     jump_forward: bool = True

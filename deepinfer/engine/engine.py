@@ -28,8 +28,7 @@ from deepinfer.engine.sequence import Sequence
 from deepinfer.engine.speculation.speculative import Speculator
 from deepinfer.engine.speculation.verify import rows_of, sample_rows
 from deepinfer.errors import UserError
-from deepinfer.model.deepseek_v4_cache import DeepseekV4Batch
-from deepinfer.kvcache import BlockManager, KVPool, PagedKVCache, SeqSlice, probe_layer_shapes
+from deepinfer.kvcache import StorageConfig, build_storage
 from deepinfer.sampling import derive_seed
 from deepinfer.types import FinishReason, Request, RequestOutput, RequestStatus, SamplingParams, fresh_seed
 
@@ -40,18 +39,10 @@ class Engine:
         self.config = config = config or EngineConfig()
         self.model_config = model.config
         self.max_model_len = config.max_model_len or model.config.max_position_embeddings
-        self.states: dict[Sequence, object] | None = None  # per-sequence model state (own-cache models)
-        if hasattr(model, "new_cache"):  # DeepSeek-V4 keeps its decode state itself
-            self.pool, self.states = None, {}
-            num_blocks = config.num_kv_blocks or max(4, -(-self.max_model_len // config.block_size) * config.max_num_seqs)
-            self.blocks = BlockManager(num_blocks, config.block_size, enable_prefix_caching=False)
-        else:
-            shapes = probe_layer_shapes(model)
-            dtype = getattr(model, "dtype", torch.float32)
-            num_blocks = config.num_kv_blocks or max(
-                4, config.kv_cache_bytes // KVPool.bytes_per_block(shapes, config.block_size, dtype))
-            self.pool = KVPool(shapes, num_blocks, config.block_size, dtype)
-            self.blocks = BlockManager(num_blocks, config.block_size, config.enable_prefix_caching)
+        self.kv = build_storage(model, StorageConfig(
+            config.block_size, config.num_kv_blocks, config.kv_cache_bytes, config.enable_prefix_caching,
+            config.max_num_seqs, config.max_num_batched_tokens, config.swa_replay, config.swa_replay_tokens))
+        self.blocks = self.kv.blocks
         self.scheduler = Scheduler(self.blocks, SchedulerConfig(
             config.max_num_batched_tokens, config.max_num_seqs, config.chunked_prefill))
         self.constraints = ConstraintService(tokenizer, model.config.vocab_size)
@@ -152,32 +143,18 @@ class Engine:
         return self._postprocess()
 
     def _prepare(self, batch: list[ScheduledSeq]):
-        ids, positions, slices, logits_indices, offset = [], [], [], [], 0
+        ids, positions, parts, logits_indices, offset = [], [], [], [], 0
         for item in batch:
             seq, start = item.seq, item.seq.num_computed
             ids += (seq.token_ids + seq.draft)[start:start + item.num_new]
             positions += range(start, start + item.num_new)
-            slices.append(SeqSlice(seq.table.block_ids, start, item.num_new))
+            parts.append((seq.table, start, item.num_new))
             offset += item.num_new
             if item.samples:  # the last known token's row, then one per draft token
                 logits_indices += range(offset - 1 - item.num_draft, offset)
-        if self.states is not None:
-            cache = DeepseekV4Batch([(self._state(item.seq), item.num_new) for item in batch])
-        else:
-            cache = PagedKVCache(self.pool, slices, invariant=self.config.batch_invariant)
+        cache = self.kv.forward_cache(parts, self.config.batch_invariant)
         return (torch.tensor(ids, dtype=torch.long), torch.tensor(positions, dtype=torch.long), cache,
                 torch.tensor(logits_indices, dtype=torch.long))
-
-    def _state(self, seq: Sequence):
-        """The model's decode state of `seq`, fresh when the sequence (re)starts from no computed tokens."""
-        state = self.states.get(seq)
-        if state is None or state.num_tokens != seq.num_computed:
-            if seq.num_computed:
-                raise RuntimeError(f"model state holds {state and state.num_tokens} tokens, the sequence "
-                                   f"{seq.num_computed}")
-            spec = self.config.speculative_config
-            state = self.states[seq] = self.model.new_cache(spec.max_draft + spec.max_forced + 1)
-        return state
 
     def _forward(self, input_ids, positions, cache, logits_indices) -> torch.Tensor:
         with torch.inference_mode(), batch_invariant(self.config.batch_invariant, self.config.linear_tile):
@@ -195,8 +172,6 @@ class Engine:
                 count = item.num_draft + 1
                 self._accept(seq, tokens[row:row + count], logprobs[row:row + count])
                 row += count
-            if self.states is not None and seq in self.states and not seq.finished:
-                self.states[seq].truncate(seq.num_computed)  # rejected draft tokens
             self.blocks.commit(seq.table, seq.token_ids, seq.num_computed)
             if seq.finished:
                 self._release(seq)
@@ -228,8 +203,6 @@ class Engine:
 
     def _release(self, seq: Sequence) -> None:
         self.scheduler.finish(seq)
-        if self.states is not None:
-            self.states.pop(seq, None)
         if self._speculator is not None:
             self._speculator.release(seq)
 
@@ -290,9 +263,9 @@ class Engine:
         if self.scheduler.running or not self.scheduler.waiting:
             return
         seq = self.scheduler.waiting[0]
-        if self.blocks.blocks_needed(seq.table, seq.num_tokens + 1) > self.blocks.num_free_blocks:
+        if not self.blocks.can_grow(seq.table, seq.num_tokens + 1):
             seq.finish(FinishReason.ERROR, error=f"the sequence needs {seq.num_tokens + 1} tokens of KV cache; "
-                                                 f"the pool holds {self.blocks.num_blocks * self.blocks.block_size}")
+                                                 f"the pool holds {self.blocks.capacity_tokens}")
             self._release(seq)
             self._touched[seq.request.request_id] = seq.request
 
@@ -306,6 +279,7 @@ class Engine:
             "kv_blocks": self.blocks.num_blocks,
             "prefix_cache_hit_rate": self.blocks.stats.hit_rate,
             "prefix_cache_hit_tokens": self.blocks.stats.hit_tokens,
+            "swa_replayed_tokens": self.blocks.replayed_tokens,
             "num_preemptions": self.scheduler.num_preemptions,
             "constraint_compile_seconds": self.constraints.compile_seconds,
             "constraints_compiled": self.constraints.num_compiled,

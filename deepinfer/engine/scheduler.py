@@ -17,7 +17,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from deepinfer.engine.sequence import Sequence
-from deepinfer.kvcache import BlockManager, BlockTable
+from deepinfer.kvcache import BlockManager
 from deepinfer.types import RequestStatus
 
 
@@ -92,8 +92,8 @@ class Scheduler:
                 break
             if self._prefix_computed_in(batch, seq):
                 continue  # next step reads that prefix from the cache instead of computing it twice
-            table = BlockTable()
-            cached = self.blocks.allocate_prefix(table, seq.token_ids)
+            table = self.blocks.new_table()
+            cached = self.blocks.allocate_prefix(table, seq.token_ids, seq.restore_point)
             remaining = seq.num_tokens - cached
             if not self.config.chunked_prefill and remaining > budget and batch:
                 self.blocks.free(table)
@@ -137,6 +137,7 @@ class Scheduler:
         """Free the sequence's blocks; it will be recomputed from its tokens later."""
         self.running.remove(seq)
         self.blocks.free(seq.table)
+        seq.restore_point = max(seq.restore_point, seq.num_computed)
         seq.num_computed = 0
         seq.draft = []
         seq.status = RequestStatus.WAITING

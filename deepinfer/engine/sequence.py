@@ -26,6 +26,7 @@ class Sequence:
     table: BlockTable = field(default_factory=BlockTable)
     num_computed: int = 0           # tokens whose KV is in the cache
     num_cached_prompt: int = 0      # prompt tokens served from the prefix cache (first admission)
+    restore_point: int = 0          # tokens computed before its last preemption (kvcache/replay.py)
     text: str = ""                  # text so far (stop strings already cut)
     num_emitted_tokens: int = 0     # tokens / text / logprobs already reported to the caller
     num_emitted_chars: int = 0

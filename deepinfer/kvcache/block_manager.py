@@ -26,6 +26,7 @@ class BlockTable:
     block_ids: list[int] = field(default_factory=list)
     # hash chain of the leading full blocks already registered in the prefix cache
     hashes: list[int] = field(default_factory=list)
+    replay: int = 0  # tokens before its restored point it recomputes (counted once it is grown)
 
 
 @dataclass
@@ -52,6 +53,7 @@ class BlockManager:
         self.never_used: deque[int] = deque(range(num_blocks))
         self.evictable: OrderedDict[int, None] = OrderedDict()  # ref 0 but cached, oldest first
         self.stats = PrefixCacheStats()
+        self.replayed_tokens = 0  # tokens recomputed before a restored point (replay.py)
 
     # -- capacity ---------------------------------------------------------------------------
     @property
@@ -63,8 +65,18 @@ class BlockManager:
         """Fraction of blocks referenced by live sequences."""
         return 1.0 - self.num_free_blocks / self.num_blocks
 
+    @property
+    def capacity_tokens(self) -> int:
+        return self.num_blocks * self.block_size
+
     def blocks_needed(self, table: BlockTable, num_tokens: int) -> int:
         return max(0, -(-num_tokens // self.block_size) - len(table.block_ids))
+
+    def can_grow(self, table: BlockTable, num_tokens: int) -> bool:
+        return self.blocks_needed(table, num_tokens) <= self.num_free_blocks
+
+    def new_table(self) -> BlockTable:
+        return BlockTable()
 
     # -- prefix cache ----------------------------------------------------------------------
     def match_prefix(self, token_ids: list[int]) -> list[int]:
@@ -83,8 +95,9 @@ class BlockManager:
             parent = key
         return found
 
-    def allocate_prefix(self, table: BlockTable, token_ids: list[int]) -> int:
-        """Start an empty table with the longest cached prefix; returns cached token count."""
+    def allocate_prefix(self, table: BlockTable, token_ids: list[int], restored: int = 0) -> int:
+        """Start an empty table with the longest cached prefix; returns cached token count.
+        (`restored`: tokens computed before a preemption; only windowed.py makes use of it.)"""
         assert not table.block_ids
         blocks = self.match_prefix(token_ids)
         for block in blocks:
@@ -127,6 +140,8 @@ class BlockManager:
             return False
         for _ in range(needed):
             table.block_ids.append(self._pop_free())
+        self.replayed_tokens += table.replay
+        table.replay = 0
         return True
 
     def free(self, table: BlockTable) -> None:
@@ -141,6 +156,7 @@ class BlockManager:
                     self.never_used.append(block)
         table.block_ids.clear()
         table.hashes.clear()
+        table.replay = 0
 
     def _take(self, block: int) -> None:
         if self.ref_counts[block] == 0:

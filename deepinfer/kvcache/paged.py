@@ -43,6 +43,7 @@ class SeqSlice:
 class LayerShape:
     k: tuple[int, ...]  # (num_kv_heads, dk)
     v: tuple[int, ...]  # (num_kv_heads, dv)
+    window: int | None = None  # the layer's sliding window; None: it attends every past token
 
 
 class _ShapeProbe:
@@ -52,12 +53,12 @@ class _ShapeProbe:
         self.shapes: list[LayerShape] = []
 
     def attend(self, layer, q, k, v, *, scale, sliding_window=None):
-        self.shapes.append(LayerShape(tuple(k.shape[1:]), tuple(v.shape[1:])))
+        self.shapes.append(LayerShape(tuple(k.shape[1:]), tuple(v.shape[1:]), sliding_window))
         return q.new_zeros(q.shape[0], q.shape[1], v.shape[2])
 
 
 def probe_layer_shapes(model) -> list[LayerShape]:
-    """Run the model once on one token to learn what each layer stores per token."""
+    """Run the model once on one token to learn what each layer stores per token, and its window."""
     probe = _ShapeProbe()
     with torch.inference_mode():
         model.forward(torch.zeros(1, dtype=torch.long), torch.zeros(1, dtype=torch.long), probe,

@@ -29,6 +29,7 @@ def v4(tmp_path_factory):
 def make(v4):
     def build(**options) -> LLM:
         options.setdefault("speculative", False)
+        options.setdefault("num_kv_blocks", 64)  # compressed pages of 16 tokens (the default pool is 1 GiB)
         return LLM.from_engine(Engine(v4[1], v4[2], EngineConfig(**options)))
     return build
 
@@ -52,7 +53,7 @@ def test_continuous_batching_equals_each_request_alone(v4, make):
 
 
 def test_preemption_recomputes_the_same_tokens(v4, make):
-    llm = make(num_kv_blocks=16, block_size=4, max_num_batched_tokens=64)
+    llm = make(num_kv_blocks=7, block_size=4, max_num_batched_tokens=64)
     outs = llm.generate(PROMPTS[:3], SamplingParams(temperature=0, max_tokens=24, ignore_eos=True))
     assert llm.engine.scheduler.num_preemptions > 0
     for prompt, out in zip(PROMPTS, outs):
