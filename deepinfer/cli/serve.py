@@ -35,6 +35,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "style, bounded runs), compact (none) or unbounded")
     parser.add_argument("--compile-timeout", type=float, default=60.0,
                         help="seconds a request's constraint may take to compile before a 400 (default 60)")
+    parser.add_argument("--compile-workers", type=int, default=4,
+                        help="constraints compiled at once at admission; more wait in arrival order (default 4)")
+    parser.add_argument("--max-body-bytes", type=int, default=4 << 20,
+                        help="larger request bodies are refused with 413 before parsing (default 4 MiB)")
+    parser.add_argument("--allowed-hosts", nargs="*", default=(),
+                        help="without --api-key, Host names accepted besides localhost/127.0.0.1/[::1]")
     parser.add_argument("--dtype", choices=("float32", "bfloat16"), default=None,
                         help="weight and activation dtype (default: the engine's)")
     parser.add_argument("--batch-invariant", action="store_true",
@@ -73,5 +79,6 @@ def run(args: argparse.Namespace) -> int:
           model_name=args.served_model_name, reasoning_aware=args.reasoning_aware,
           default_max_tokens=args.max_tokens_default, engine_kwargs=engine_kwargs, log_level=args.log_level,
           json_whitespace=args.json_whitespace, reasoning_end=args.reasoning_end,
-          compile_timeout_s=args.compile_timeout)
+          compile_timeout_s=args.compile_timeout, compile_workers=args.compile_workers,
+          max_body_bytes=args.max_body_bytes, allowed_hosts=tuple(args.allowed_hosts))
     return 0

@@ -3,7 +3,8 @@
 `build_state` wires an engine-like object, a tokenizer and a constraint
 compiler together. `load_state` builds the real thing: the AsyncEngine on a
 model (default model when None), with the engine's own GrammarCompiler, so
-that admission-time compiles are cache hits for the engine.
+that admission-time compiles are cache hits for the engine, warmed up before
+it serves.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from deepinfer.server.metrics import Metrics
 from deepinfer.server.prompt import max_token_chars
 from deepinfer.server.runner import Runner
 from deepinfer.server.state import ServerState
-from deepinfer.server.validation import ConstraintValidator
+from deepinfer.server.validation import ConstraintValidator, compile_spec
+from deepinfer.types import ConstraintSpec
 
 
 def build_state(engine: Any, tokenizer: Any, compiler: Any, config: ServerConfig) -> ServerState:
@@ -28,21 +30,26 @@ def build_state(engine: Any, tokenizer: Any, compiler: Any, config: ServerConfig
     return ServerState(config=config, engine=engine, tokenizer=tokenizer,
                        runner=Runner(engine, tokenizer, getattr(compiler, "vocab", None), metrics.record_choice),
                        validator=ConstraintValidator(compiler, metrics.record_compile, config.json_whitespace,
-                                                     config.compile_timeout_s),
+                                                     config.compile_timeout_s, config.compile_workers),
                        metrics=metrics)
 
 
-def load_state(model: str | None = None, *, api_key: str | None = None, model_name: str | None = None,
-               json_whitespace: str | None = None, reasoning_end: str = "</think>",
-               compile_timeout_s: float = 60.0,
-               reasoning_aware: bool = False, default_max_tokens: int = 512,
-               engine_kwargs: dict | None = None) -> ServerState:
-    """Load the model and start the AsyncEngine for serving."""
+def load_state(model: str | None = None, *, model_name: str | None = None,
+               engine_kwargs: dict | None = None, **options: Any) -> ServerState:
+    """Load the model and start the AsyncEngine for serving; `options` are ServerConfig fields
+    (api_key, default_max_tokens, compile_timeout_s, max_body_bytes, allowed_hosts, ...)."""
     path = resolve_model(model)
     engine = AsyncEngine(str(path), **(engine_kwargs or {}))
     max_len = getattr(engine.model_config, "max_position_embeddings", None)
-    config = ServerConfig(model_name=model_name or Path(model or path).name, api_key=api_key,
-                          default_max_tokens=default_max_tokens, max_model_len=max_len,
-                          reasoning_aware=reasoning_aware, json_whitespace=json_whitespace,
-                          reasoning_end=reasoning_end, compile_timeout_s=compile_timeout_s)
-    return build_state(engine, engine.tokenizer, engine.compiler, config)
+    config = ServerConfig(model_name=model_name or Path(model or path).name, max_model_len=max_len, **options)
+    state = build_state(engine, engine.tokenizer, engine.compiler, config)
+    warm_up(state)
+    return state
+
+
+def warm_up(state: ServerState) -> None:
+    """Pay the constraint compiler's one-time costs before the first request does: the vocabulary
+    scan, and the heap freeze of the first JSON Schema compile (one full GC pass with every
+    thread stopped, which would otherwise pause every open stream)."""
+    compile_spec(state.validator.compiler, ConstraintSpec("json_schema", {"type": "string"}, "warm-up"),
+                 state.config.json_whitespace)

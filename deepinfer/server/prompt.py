@@ -32,9 +32,9 @@ def max_token_chars(tokenizer: Any) -> int | None:
     return max((len(spell(i) or "") for i in range(size)), default=0) or None
 
 
-def check_prompt_chars(text: str, max_tokens: int | None, config: ServerConfig) -> None:
+def check_prompt_chars(text: str, max_tokens: int | None, config: ServerConfig | None) -> None:
     """A 400 before tokenizing when `text` has too many characters to fit the context."""
-    if config.max_model_len is None or not config.max_token_chars:
+    if config is None or config.max_model_len is None or not config.max_token_chars:
         return
     at_least = -(-len(text) // (NORMALIZER_SLACK * config.max_token_chars))
     if at_least + (max_tokens or 1) <= config.max_model_len:
@@ -69,8 +69,8 @@ def with_tools_hint(messages: list[dict], tools: list[ToolDecl]) -> list[dict]:
     return [{"role": "system", "content": hint}, *messages]
 
 
-def render_chat(tokenizer: Any, messages: list[dict], tools: list[ToolDecl], config: ServerConfig,
-                max_tokens: int | None) -> tuple[str, list[int]]:
+def render_chat(tokenizer: Any, messages: list[dict], tools: list[ToolDecl], config: ServerConfig | None = None,
+                max_tokens: int | None = None) -> tuple[str, list[int]]:
     """(prompt text, prompt token ids) for a chat; a template failure or a text too long for
     the context (with `max_tokens`, when the client set it) is a 400.
 
@@ -90,7 +90,8 @@ def render_chat(tokenizer: Any, messages: list[dict], tools: list[ToolDecl], con
     return text, tokenizer.encode(text, add_special_tokens=False)
 
 
-def render_text(tokenizer: Any, prompt: str, config: ServerConfig, max_tokens: int | None) -> tuple[str, list[int]]:
+def render_text(tokenizer: Any, prompt: str, config: ServerConfig | None = None,
+                max_tokens: int | None = None) -> tuple[str, list[int]]:
     """A raw completion prompt, with the tokenizer's usual special tokens (BOS)."""
     check_prompt_chars(prompt, max_tokens, config)
     return prompt, tokenizer.encode(prompt, add_special_tokens=True)

@@ -2,10 +2,11 @@
 
 A constraint that cannot be compiled or enforced is a 400 carrying the
 compiler's message (keyword + JSON pointer, or grammar line/column), prefixed
-with the request field it came from. Compilation runs in one worker thread so
-that a slow schema never blocks the event loop; the compiler caches results,
-so the engine's own compile of the same constraint is a cache hit when both
-share one compiler.
+with the request field it came from. The metaschema check and the compile run
+in the compile pool's threads (compile_pool.py), so a slow or large schema never
+blocks the event loop nor holds another request's slot past its timeout; the
+compiler caches results, so the engine's own compile of the same constraint is
+a cache hit when both share one compiler.
 """
 
 from __future__ import annotations
@@ -14,11 +15,13 @@ import asyncio
 import json
 import time
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
+import jsonschema
+
 from deepinfer.errors import UserError
-from deepinfer.server.errors import bad_request
+from deepinfer.server.compile_pool import CompilePool, CompileTimeout
+from deepinfer.server.errors import APIError, bad_request
 from deepinfer.types import ConstraintSpec
 
 
@@ -27,8 +30,6 @@ def check_schema(spec: ConstraintSpec) -> None:
     a compiler may skip a keyword whose value is malformed, and that must not pass as enforced."""
     if spec.kind != "json_schema" or isinstance(spec.value, bool):
         return
-    import jsonschema
-
     cls = jsonschema.validators.validator_for(spec.value, default=jsonschema.Draft202012Validator)
     error = jsonschema.exceptions.best_match(cls(cls.META_SCHEMA).iter_errors(spec.value))
     if error is not None:
@@ -59,17 +60,15 @@ def refusal_key(spec: ConstraintSpec) -> str:
 
 
 class ConstraintValidator:
-    """Compiles constraints off the event loop and reports compile time."""
+    """Checks and compiles constraints off the event loop (compile_pool.py) and reports compile time."""
 
     def __init__(self, compiler: Any, on_compiled: Callable[[float, bool], None] | None = None,
-                 json_whitespace: str | None = None, timeout_s: float = 60.0, workers: int = 2) -> None:
+                 json_whitespace: str | None = None, timeout_s: float = 60.0, workers: int = 4) -> None:
         self.compiler = compiler
         self.json_whitespace = json_whitespace
         self.on_compiled = on_compiled
         self.timeout_s = timeout_s
-        # Two workers: one pathological constraint compiling past its timeout must not queue
-        # every other request's constraint behind it.
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="constraint-compile")
+        self.pool = CompilePool(workers)
         # Refused constraints, so that a client retrying a bad schema costs no second compile.
         self._refused: OrderedDict[tuple, str] = OrderedDict()
 
@@ -79,26 +78,30 @@ class ConstraintValidator:
         if self.compiler is None:
             raise bad_request(f"'{spec.source}': this server has no constraint compiler, so the "
                               "constraint cannot be enforced", param=spec.source, code="constraint_unsupported")
-        check_schema(spec)
-        key = (spec.kind, spec.syntax, refusal_key(spec))
+        # Printing a large schema or grammar is work too: off the loop like the compile.
+        key = (spec.kind, spec.syntax, await asyncio.to_thread(refusal_key, spec))
         refused = self._refused.get(key)
         if refused is None:
-            refused = await self._compile(spec)
+            refused = await self._compile(key, spec)
         if refused is not None:
             self._remember(key, refused)
             raise bad_request(f"'{spec.source}': {refused}", param=spec.source, code="invalid_constraint")
 
-    async def _compile(self, spec: ConstraintSpec) -> str | None:
+    def _check_and_compile(self, spec: ConstraintSpec) -> None:
+        check_schema(spec)
+        compile_spec(self.compiler, spec, self.json_whitespace)
+
+    async def _compile(self, key: tuple, spec: ConstraintSpec) -> str | None:
         """None if the constraint compiles, else the reason it does not."""
         start = time.perf_counter()
         problem = None
-        future = asyncio.get_running_loop().run_in_executor(self._pool, compile_spec, self.compiler, spec,
-                                                            self.json_whitespace)
         try:
-            await asyncio.wait_for(future, self.timeout_s)
-        except asyncio.TimeoutError:  # the compile thread runs on, but this request is answered now
+            await self.pool.run(key, lambda: self._check_and_compile(spec), self.timeout_s)
+        except CompileTimeout:
             problem = (f"the {spec.kind.replace('_', ' ')} did not compile within {self.timeout_s:g} s; "
                        "simplify it (fewer alternatives, smaller bounded repetitions)")
+        except APIError:  # the schema is not valid against its metaschema: already a 400
+            raise
         except UserError as exc:  # ConstraintError and friends: the user's constraint is at fault
             problem = str(exc)
         except (ValueError, TypeError, RecursionError) as exc:
@@ -113,6 +116,3 @@ class ConstraintValidator:
         self._refused.move_to_end(key)
         while len(self._refused) > 256:
             self._refused.popitem(last=False)
-
-    def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
