@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .compiler import CompiledConstraint
-from .regular.masks import set_eos_bits
+from .regular.mask_bits import set_eos_bits
 
 _TERMINATED = object()  # pushed on the stack when an eos token is accepted
 

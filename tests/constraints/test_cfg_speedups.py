@@ -99,7 +99,7 @@ def test_sub_dfa_digest_matches_definition_and_ignores_numbering(seed):
 
 def test_pack_positions_equals_pack_mask(deepseek_vocab):
     """Root runs pack their positions through an id -> position table: same row as packing ids."""
-    from deepinfer.constraints.regular.masks import pack_mask
+    from deepinfer.constraints.regular.mask_bits import pack_mask
     scans = ScanCache(deepseek_vocab)
     n = len(deepseek_vocab.sorted_ids)
     rng = np.random.default_rng(3)

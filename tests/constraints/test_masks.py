@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from deepinfer.constraints import Vocabulary
-from deepinfer.constraints.regular.masks import loop_bits, pack_mask, state_mask, walk_tokens
+from deepinfer.constraints.regular.mask_bits import pack_mask
+from deepinfer.constraints.regular.masks import loop_bits, state_mask, walk_tokens
 
 PATTERNS = [
     r'"([^"\\]|\\.)*"',

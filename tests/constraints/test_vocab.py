@@ -121,7 +121,7 @@ def test_eos_by_name_when_no_config(tmp_path):
 
 def test_eos_bits(tiny_vocab):
     row = np.zeros(tiny_vocab.words, dtype=np.int32)
-    from deepinfer.constraints.regular.masks import set_eos_bits
+    from deepinfer.constraints.regular.mask_bits import set_eos_bits
 
     set_eos_bits(row, tiny_vocab)
     bits = np.unpackbits(row.view(np.uint8), bitorder="little")

@@ -12,8 +12,9 @@ from __future__ import annotations
 from .. import ir
 from ..regular.dfa import Limits
 from ..vocab import Vocabulary
-from .automaton import CfgAutomaton, CfgState
+from .automaton import CfgAutomaton
 from .lexemes import split_grammar
+from .threads import CfgState
 
 __all__ = ["build_automaton", "CfgAutomaton", "CfgState"]
 

@@ -18,7 +18,7 @@ of it and the rest of the token is allowed after completing that lexeme. The
 first part is a cached per-(DFA, state) vector (scan.py); the second recurses
 only on the tokens that cross a boundary, with one Earley step per
 (thread, recursion level), never a loop over the vocabulary. This module owns
-the state and its byte steps; the masks are automaton_masks.py (CfgMasks), the
+the byte steps; the masks are automaton_masks.py (CfgMasks), the state and its
 thread codes threads.py.
 """
 
@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..vocab import Vocabulary
-from .automaton_masks import CfgMasks, scan_cache  # noqa: F401  (scan_cache: re-export)
+from .automaton_masks import CfgMasks
 from .earley import Chart, Parser
 from .follow import follow_first_bytes
 from .lexemes import Bnf, lexeme_index
@@ -35,22 +35,10 @@ from .heads import head_for, install_composed
 from .scan.literal_runs import expr_literal
 from .scan.cache import ScanCache
 from .scan.state_masks import automaton_uid
-from .threads import AT_START, HEAD, STUCK, Thread  # noqa: F401  (Thread: re-export)
+from .threads import AT_START, HEAD, STUCK, CfgState
 
 MAX_FORCED = 4096
 MAX_MEMOS = 1 << 14  # lexeme completions memoized per epoch (MaskBench's biggest case makes 1,876)
-
-
-class CfgState:
-    """A parser state (treat as immutable). Slotted, not a frozen dataclass: one is made
-    per byte stepped, and a frozen dataclass's __init__ plus its __dict__ cost ~3x."""
-
-    __slots__ = ("chart", "threads", "fresh")
-
-    def __init__(self, chart: Chart, threads: tuple[Thread, ...], fresh: bool) -> None:
-        self.chart = chart
-        self.threads = threads
-        self.fresh = fresh   # the last item set ends at the current byte (eos possible there)
 
 
 class CfgAutomaton(CfgMasks):

@@ -13,20 +13,16 @@ how bytes are stepped; never loops over the vocabulary.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..regular.masks import or_ids
+from ..regular.mask_bits import or_ids
 from ..vocab import Vocabulary
 from .earley import Chart
 from .scan.literal_runs import literal_scope
 from .scan.cache import MAX_ENTRIES, ROOT, ScanCache
 from .scan.state_masks import recall, remember, state_key, state_masks
-from .threads import HEAD, STUCK
-
-if TYPE_CHECKING:
-    from .automaton import CfgState
+from .threads import HEAD, STUCK, CfgState
 
 
 def scan_cache(vocab: Vocabulary) -> ScanCache:

@@ -30,6 +30,7 @@ from .. import ir
 from ..regular.facts import FactsCache
 from ..regular.dfa import Limits, determinize_expr
 from ..errors import ConstraintError
+from .not_in_dfa import not_in_rest_dfa
 from .scan.literal_runs import MIN_LITERAL
 
 MAX_HEAD_NFA = 400          # heads are whitespace and punctuation; bigger ones are not shared
@@ -143,15 +144,13 @@ def _build(expr) -> Head | None:
 
 
 def _not_in_head(expr) -> Head | None:
-    """A key trie "any name but these" (json_not_in) alone: its table assembled from the
+    """A key trie "any name but these" (regular/not_in.py) alone: its table assembled from the
     names (not_in_dfa.py), not determinized. Why: `,` ws `"` trie heads are built when their
     lexeme's first thread starts (automaton.py), and the trie's subset construction plus
     minimization was a ~2 ms mask step. Exact (not_in_dfa's construction; the table need
     not be minimal, as in _composed); None when that construction does not apply."""
     if not isinstance(expr, ir.Seq) or len(expr.items) != 1:
         return None
-    from .not_in_dfa import not_in_rest_dfa  # it imports this module
-
     try:
         got = not_in_rest_dfa(expr, Limits(max_nfa_states=MAX_HEAD_NFA, max_dfa_states=MAX_HEAD_NFA))
     except ConstraintError:

@@ -37,7 +37,6 @@ from ..ir.ranges import SURROGATES
 from ..regular.facts import FactsCache
 from ..regular.json_strings import ANY_CHAR, encode_codepoints, encode_expr
 from ..regular.not_in import words_of
-from .heads import plain
 
 _lock = threading.Lock()
 _TAILS: dict = {}   # (tail expr, limits) -> (trans, accepting) of enc(any char)* . tail, or None
@@ -53,7 +52,7 @@ def not_in_rest_dfa(rest, limits: Limits) -> tuple[np.ndarray, np.ndarray] | Non
     words = words_of(items[0])
     if words is None or any(SURROGATES[0] <= ord(c) <= SURROGATES[1] for w in words for c in w):
         return None
-    if items[1:] and not plain(ir.Seq(tuple(items[1:]))):
+    if items[1:] and ir.rule_refs(ir.Seq(tuple(items[1:]))):
         return None  # a regular rule reference: built with the grammar's rules instead
     g = _tail_dfa(ir.Seq(tuple(items[1:])), limits)
     if g is None:

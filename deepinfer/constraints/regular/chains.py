@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .mask_bits import pack_mask
 from .nfa import utf8_sequences
 from ..vocab import Vocabulary
 
@@ -185,8 +186,6 @@ class Cover:
 
 
 def _cached(vocab: Vocabulary, kind: str, key: bytes, build) -> Cover:
-    from .masks import pack_mask
-
     cache = vocab.mask_cache.setdefault(kind, OrderedDict())
     hit = cache.get(key)
     if hit is None:
@@ -215,8 +214,6 @@ def chain_parts(vocab: Vocabulary, inter: np.ndarray):
 
     A chain over one character set (bounded repetition of one class) reuses the
     loop cover of that set, limited to tokens of at most len(inter) - 1 characters."""
-    from .masks import pack_mask
-
     if (inter[1:] == inter[1]).all():
         cover = loop_cover(vocab, inter[1])
         limit = inter.shape[0] - 1

@@ -1,9 +1,9 @@
 """Token masks of DFA states, computed for the whole vocabulary at once.
 
 Owns the vectorized walk of every token's bytes through a byte DFA from one
-state (numpy, no Python loop over tokens: one loop step per byte position),
-and packing allowed-token sets into int32 bitmask rows. Knows nothing about
-regexes, grammars or the matcher.
+state (numpy, no Python loop over tokens: one loop step per byte position);
+the allowed-token sets it finds are packed into rows by mask_bits.py. Knows
+nothing about regexes, grammars or the matcher.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from collections import OrderedDict
 import numpy as np
 
 from .chains import Loops, chain, chain_cover, chain_parts, loop_bits, loop_cover
+from .mask_bits import pack_mask
 from ..vocab import SIG_LEVELS, Vocabulary
 
 _EMPTY = np.zeros(0, dtype=np.int32)
@@ -227,61 +228,3 @@ def _uncovered(sig_words, idx: np.ndarray, neg_loops: list[np.ndarray], cur: np.
         part = sig_words[w].take(idx) & neg_loops[w].take(cur)
         out = part if out is None else out | part
     return out != 0
-
-
-def pack_mask(token_ids: np.ndarray, vocab: Vocabulary) -> np.ndarray:
-    """int32 [ceil(V/32)] row with bit (i % 32) of word i // 32 set for each id."""
-    if token_ids.size * 8 < vocab.size:  # sparse: OR the bits of each word (duplicates ok)
-        out = np.zeros(vocab.words, dtype=np.int32)
-        or_ids(out, token_ids)
-        return out
-    bits = np.zeros(vocab.words * 32, dtype=bool)
-    bits[token_ids] = True
-    return np.packbits(bits, bitorder="little").view("<i4").astype(np.int32, copy=False)
-
-
-def or_ids(row: np.ndarray, token_ids: np.ndarray, vocab: Vocabulary | None = None) -> None:
-    """Set the bits of these ids (duplicates fine) in an int32 row, in place. Why
-    ufunc.at: no sort and no temporary row (2-3x faster than packing then OR-ing for
-    5-5,000 ids); the compiled loop (native/csrc/mask_bits.c) where there is one: ufunc.at
-    spent ~10 us per call before its first id. Given the vocabulary, many ids go through
-    pack_mask's dense path."""
-    if vocab is not None and token_ids.size * 8 >= vocab.size:
-        np.bitwise_or(row, pack_mask(token_ids, vocab), out=row)
-    elif token_ids.size:
-        kernel = _bits_kernel()
-        dtype = token_ids.dtype
-        if kernel is not None and (dtype == np.int32 or dtype == np.int64) and row.dtype == np.int32 and \
-                row.flags.c_contiguous and token_ids.flags.c_contiguous:
-            call = kernel.or_ids32 if dtype == np.int32 else kernel.or_ids64
-            if call(row.ctypes.data, row.shape[0], token_ids.ctypes.data, token_ids.size):
-                raise IndexError("token id out of the mask row's range")
-            return
-        ids = token_ids.astype(np.int64, copy=False)
-        np.bitwise_or.at(row.view(np.uint32), ids >> 5, np.left_shift(np.uint32(1), (ids & 31).astype(np.uint32)))
-
-
-_kernel: list = []
-
-
-def _bits_kernel():
-    """The compiled bit setter, or None (no compiler here, DEEPINFER_NATIVE=0)."""
-    if not _kernel:
-        import ctypes
-
-        from ...native import load_library
-
-        sig = ([ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64], ctypes.c_int64)
-        _kernel.append(load_library("mask_bits", {"or_ids32": sig, "or_ids64": sig}, openmp=False))
-    return _kernel[0]
-
-
-def set_eos_bits(row: np.ndarray, vocab: Vocabulary) -> None:
-    """Allow every end-of-sequence id in `row` (in place)."""
-    if vocab.eos_word_index.size:
-        np.bitwise_or.at(row, vocab.eos_word_index, vocab.eos_word_bits)
-
-
-def clear_eos_bits(row: np.ndarray, vocab: Vocabulary) -> None:
-    if vocab.eos_word_index.size:
-        np.bitwise_and.at(row, vocab.eos_word_index, ~vocab.eos_word_bits)

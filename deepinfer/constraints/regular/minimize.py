@@ -15,12 +15,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ConstraintError, Reason
+from .native_subset import NO_KERNEL, bfs_order, live_states, moore_partition
 
 
 def trim(table: np.ndarray, accepting: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Drop states that cannot reach an accepting state; raise if nothing is left."""
-    from .native_subset import NO_KERNEL, live_states
-
     live = live_states(table, accepting)  # compiled (native_subset.py), else the search below
     if live is NO_KERNEL:
         live = _live_states(table, accepting)
@@ -61,8 +60,6 @@ def minimize(table: np.ndarray, accepting: np.ndarray):
     as it is (correct, only not minimal; subset construction of such chains is
     minimal already).
     """
-    from .native_subset import NO_KERNEL, moore_partition
-
     part = moore_partition(table, accepting, MAX_MOORE_ROUNDS)  # compiled, exact (native_subset.py)
     hashed = part is NO_KERNEL
     if hashed:
@@ -132,8 +129,6 @@ def _stable(table: np.ndarray, accepting: np.ndarray, part: np.ndarray) -> bool:
 
 def canonical_order(table: np.ndarray, accepting: np.ndarray, start: int | None = None):
     """Renumber breadth first from `start`, so the start state becomes 0."""
-    from .native_subset import NO_KERNEL, bfs_order
-
     n = table.shape[0]
     start = 0 if start is None else start
     order = bfs_order(table, start)  # compiled (native_subset.py), else the loop below

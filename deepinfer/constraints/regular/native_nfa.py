@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...native import load_library
 from .. import ir
 from ..errors import ConstraintError, Reason
 from .nfa import Nfa, dfa_runs, inlined_rule, utf8_sequences
@@ -66,8 +67,6 @@ class NfaTables:
 
 def _library():
     if not _lib:
-        from ...native import load_library
-
         _lib.append(load_library("nfa_build", _SIGNATURES, openmp=False))
     return _lib[0]
 

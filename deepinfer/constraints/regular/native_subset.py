@@ -19,6 +19,7 @@ from itertools import chain
 
 import numpy as np
 
+from ...native import load_library
 from ..errors import ConstraintError, Reason
 
 _P = ctypes.c_void_p
@@ -41,8 +42,6 @@ def _library():
     """The subset kernel, or None; `_tables()` is its companion (dfa_tables.c). Tests set `_lib`
     to [None] to run the Python versions of both."""
     if not _lib:
-        from ...native import load_library
-
         _lib.append(load_library("dfa_subset", _SIGNATURES, openmp=False))
     return _lib[0]
 
@@ -51,8 +50,6 @@ def _tables():
     if _library() is None:
         return None
     if not _table_lib:
-        from ...native import load_library
-
         _table_lib.append(load_library("dfa_tables", _TABLE_SIGNATURES, openmp=False))
     return _table_lib[0]
 

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...regular.masks import _ranges, pack_mask
+from ...regular.mask_bits import pack_mask
+from ...regular.masks import _ranges
 from .chain_runs import chain_split
 from .literal_runs import literal_prefix, literal_walk
 from .tails import SPLIT_MIN, root_walk

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...regular.chains import LazySteps, bucket_bits, chain, loop_bits, loop_cover
-from ...regular.masks import pack_mask
+from ...regular.mask_bits import pack_mask
 
 LAZY_STATES = 256  # bigger lexeme DFAs get character steps per visited state (chains.LazySteps)
 # first bytes of the 2-, 3- and 4-byte character buckets (chains.BUCKETS 128..130)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...regular.masks import pack_mask
+from ...regular.mask_bits import pack_mask
 from .tails import _tail as tail_of, _use as tail_use
 
 REF_MIN_BYTES = 32  # first bytes shared with the loop state before it pays to use its run

@@ -1,39 +1,20 @@
-"""EBNF grammars (lark or GBNF syntax) -> IR, and the checks both syntaxes share.
+"""EBNF grammars (lark or GBNF syntax) -> IR.
 
-Owns the entry point the compiler calls (`lower_grammar`), the by-name
-library lookup, and the semantic checks every grammar must pass before it
-reaches a back end: undefined rules, a missing start rule, rules that derive
-no finite string, an empty language. Each check reports the line and column
-of the offending definition or reference, which the syntax front ends record
-in a `SourceMap`. Knows nothing about automata, parsers or tokenizers.
+Owns the entry point the compiler calls (`lower_grammar`): the choice of syntax
+(lark.py, gbnf.py) and the by-name library lookup (library.py). The semantic checks
+both syntaxes share, with the line and column of what fails them, are checks.py's.
+Knows nothing about automata, parsers or tokenizers.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from ... import ir
 from ...errors import ConstraintError
+from .gbnf import lower_gbnf
+from .lark import lower_lark
+from .library import load_library_grammar
 
 SYNTAXES = ("lark", "gbnf")
-
-
-@dataclass
-class SourceMap:
-    """Where things are in the grammar text, for error messages (1-based)."""
-
-    definitions: dict[str, tuple[int, int]] = field(default_factory=dict)
-    references: dict[str, tuple[int, int]] = field(default_factory=dict)  # first use
-
-    def where(self, name: str) -> str:
-        pos = self.definitions.get(name) or self.references.get(name)
-        return f"line {pos[0]} column {pos[1]}" if pos else "(position unknown)"
-
-
-def line_col(text: str, offset: int) -> tuple[int, int]:
-    """1-based (line, column) of a character offset."""
-    line = text.count("\n", 0, offset) + 1
-    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
 
 
 def lower_grammar(text: str | None = None, syntax: str = "lark", start: str | None = None,
@@ -46,57 +27,11 @@ def lower_grammar(text: str | None = None, syntax: str = "lark", start: str | No
     if name is not None:
         if text is not None:
             raise ConstraintError("give either a grammar text or a library name, not both")
-        from .library import load_library_grammar
-
         text, syntax = load_library_grammar(name, syntax)
     if not isinstance(text, str):
         raise ConstraintError(f"grammar must be a string, not {type(text).__name__}")
     if syntax == "lark":
-        from .lark import lower_lark
-
         return lower_lark(text, start or "start")
     if syntax in ("gbnf", "ebnf"):
-        from .gbnf import lower_gbnf
-
         return lower_gbnf(text, start or "root")
     raise ConstraintError(f"unknown grammar syntax {syntax!r}; expected one of {SYNTAXES}")
-
-
-def check_grammar(grammar: ir.Grammar, source: SourceMap, start_label: str) -> None:
-    """Raise ConstraintError if a rule is undefined, unproductive, or the language is empty."""
-    rules = grammar.rules
-    for name in rules:
-        for ref in grammar.referenced_rules(name):
-            if ref not in rules:
-                raise ConstraintError(f"undefined rule {ref!r} used at {_at(source.references, ref)}")
-    productive = ir.productive_rules(rules)
-    reachable = reachable_rules(grammar)
-    for name in rules:
-        if name in reachable and name not in productive and name != grammar.start:
-            raise ConstraintError(f"rule {name!r} at {source.where(name)} derives nothing: "
-                                  "it has no finite derivation (infinite recursion or an empty class)")
-    if grammar.start not in productive:
-        raise ConstraintError(f"the grammar's language is empty: {start_label} at "
-                              f"{source.where(start_label)} derives no string")
-
-
-def _at(table: dict[str, tuple[int, int]], name: str) -> str:
-    pos = table.get(name)
-    return f"line {pos[0]} column {pos[1]}" if pos else "(position unknown)"
-
-
-def reachable_rules(grammar: ir.Grammar) -> set[str]:
-    seen, todo = {grammar.start}, [grammar.start]
-    while todo:
-        for ref in grammar.referenced_rules(todo.pop()):
-            if ref not in seen and ref in grammar.rules:
-                seen.add(ref)
-                todo.append(ref)
-    return seen
-
-
-def prune_unreachable(grammar: ir.Grammar) -> ir.Grammar:
-    """The same grammar without rules the start rule never reaches (order kept)."""
-    keep = reachable_rules(grammar)
-    rules = {n: b for n, b in grammar.rules.items() if n in keep}
-    return ir.Grammar(rules, grammar.start, list(grammar.annotations))

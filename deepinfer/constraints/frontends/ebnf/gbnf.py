@@ -15,7 +15,7 @@ import re
 
 from ... import ir
 from ...errors import ConstraintError
-from . import SourceMap, check_grammar, line_col, prune_unreachable
+from .checks import SourceMap, check_grammar, line_col, prune_unreachable
 
 _NAME = re.compile(r"[A-Za-z0-9_-]+")
 _RULE_HEAD = re.compile(r"([A-Za-z0-9_-]+)[ \t]*::=")

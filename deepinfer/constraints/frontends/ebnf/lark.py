@@ -25,7 +25,8 @@ from lark.load_grammar import _get_parser, _literal_to_pattern, eval_escaping
 
 from ... import ir
 from ...errors import ConstraintError
-from . import SourceMap, check_grammar, prune_unreachable
+from .checks import SourceMap, check_grammar, prune_unreachable
+from .lark_common import common_terminals
 from .lark_flags import case_insensitive, dot_all
 from ..regex import parse_regex
 
@@ -163,8 +164,6 @@ class _Module:
         if module != ["common"]:
             raise _error(stmt, f"unsupported lark feature: %import {'.'.join(parts)} (only "
                                "%import common.NAME is available)")
-        from .lark_common import common_terminals
-
         common = common_terminals(_Module)
         for name, alias in names:
             if name not in common:

@@ -28,7 +28,7 @@ from typing import Hashable
 
 import numpy as np
 
-from ...regular.masks import pack_mask
+from ...regular.mask_bits import pack_mask
 from .tracked import TrackedAutomaton
 
 _WS = frozenset(b" \t\n\r")
