@@ -1,7 +1,7 @@
 """`GET /metrics`: Prometheus exposition through prometheus_client, one registry per app.
 
 What the server measures: HTTP requests by route and status, tokens, requests in
-flight, constraints compiled or refused at admission, and for every finished
+flight, the process's resident memory and CPU time, constraints compiled or refused at admission, and for every finished
 choice its time to first token, time per output token, end-to-end latency (all
 three from the choice's submission to the engine) and the engine's queue time
 (arrival to first scheduling). What the engine knows (queue length, KV usage,
@@ -17,7 +17,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector,
+                               generate_latest)
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
@@ -36,6 +37,7 @@ ENGINE_GAUGES = {
     "num_waiting": ("deepinfer_queue_waiting_requests", "Requests waiting to be scheduled."),
     "num_running": ("deepinfer_running_requests", "Requests currently running."),
     "kv_usage": ("deepinfer_kv_cache_usage_ratio", "Fraction of KV cache blocks in use."),
+    "kv_blocks": ("deepinfer_kv_cache_blocks", "KV cache blocks in the pool."),
     "prefix_cache_hit_rate": ("deepinfer_prefix_cache_hit_rate", "Prefix cache hit rate (tokens)."),
 }
 ENGINE_COUNTERS = {
@@ -115,6 +117,7 @@ class Metrics:
                                buckets=LATENCY_BUCKETS, registry=r)
         if engine is not None:
             r.register(EngineStatsCollector(lambda: engine_stats(engine)))
+        ProcessCollector(registry=r)  # process_resident_memory_bytes, CPU seconds, open fds (Linux)
 
     def record_request(self, route: str, status: int) -> None:
         self.requests.labels(route=route, status=str(status)).inc()
