@@ -7,7 +7,7 @@ time of y = x W^T with W in float32 (`F.linear`, MKL), as PyTorch's int8 per-cha
 (`_weight_int8pack_mm`) and int4 group-32 (`_weight_int4pack_mm_for_cpu`) weight-only operators,
 torchao's int8 dynamic-activation/int8-weight linear (when torchao imports; `--torchao-path`
 puts a separately installed copy on the path, so it never replaces this environment's torch),
-and deepinfer's native Q4_1 and Q8_0 kernels (deepinfer/model/quant). Each weight is replicated
+and deepinfer's native kernel (deepinfer/model/quant) on Q4_1's and Q8_0's schemes. Each weight is replicated
 so that the copies cycled through exceed the L2 cache, as a model's layers do; best of repeats.
 """
 
@@ -72,10 +72,12 @@ def torchao_op(w: torch.Tensor):
 
 def deepinfer_op(kind: str):
     def make(w: torch.Tensor):
-        from deepinfer.model.quant import QuantLinearWeight, quantize_reference_rows
+        from deepinfer.model.quant import QuantWeight, quant_linear
+        from deepinfer.model.quant.formats import quantize_asymmetric4, quantize_symmetric8
 
-        weight = QuantLinearWeight.from_gguf_blocks(kind, quantize_reference_rows(kind, w), w.shape)
-        return lambda x: weight.matmul(x)
+        quantize = quantize_asymmetric4 if kind == "q4_1" else quantize_symmetric8
+        weight = QuantWeight.pack(quantize(w.numpy()))
+        return lambda x: quant_linear(x, weight)
     return make
 
 

@@ -2,6 +2,7 @@
 
     from deepinfer import LLM, SamplingParams
     llm = LLM()                                  # default model; LLM(model="dir/or/file.gguf")
+    llm = LLM(quantization=None)                 # float weights instead of the GGUF's quantized blocks
     outs = llm.generate(["prompt"], SamplingParams(temperature=0.7, seed=7, json_schema=schema))
 """
 
@@ -16,6 +17,7 @@ from deepinfer.engine.output import merge
 from deepinfer.errors import UserError
 from deepinfer.model import load_model
 from deepinfer.model.hub import resolve_model
+from deepinfer.model.quant.choice import resolve_quantization
 from deepinfer.tokenizer import Tokenizer
 from deepinfer.types import RequestOutput, SamplingParams
 
@@ -31,18 +33,24 @@ def parse_dtype(dtype: str | torch.dtype) -> torch.dtype:
     return _DTYPES[dtype]
 
 
-def load_engine(model: str | None = None, dtype: str | torch.dtype = "float32", **options: Any) -> Engine:
-    """Resolve (downloading the default model on first use), load weights and tokenizer, build an Engine."""
+def load_engine(model: str | None = None, dtype: str | torch.dtype = "float32", quantization: str | None = "auto",
+                **options: Any) -> Engine:
+    """Resolve (downloading the default model on first use), load weights and tokenizer, build an Engine.
+
+    quantization (model/quant/choice.py): "auto" runs a GGUF's quantized blocks where the model has
+    a GGUF (the default model does), "gguf", "int8", "int4", or None for float weights."""
     path = resolve_model(model)
-    loaded = load_model(path, dtype=parse_dtype(dtype))
+    weights, quantized = resolve_quantization(path, quantization)
+    loaded = load_model(weights, dtype=parse_dtype(dtype), quantization=quantized)
     return Engine(loaded, Tokenizer.from_pretrained(path), EngineConfig(**options))
 
 
 class LLM:
     """Offline batched generation. Engine options (EngineConfig fields) pass through as keywords."""
 
-    def __init__(self, model: str | None = None, dtype: str | torch.dtype = "float32", **options: Any) -> None:
-        self.engine = load_engine(model, dtype, **options)
+    def __init__(self, model: str | None = None, dtype: str | torch.dtype = "float32",
+                 quantization: str | None = "auto", **options: Any) -> None:
+        self.engine = load_engine(model, dtype, quantization, **options)
         self.tokenizer = self.engine.tokenizer
 
     @classmethod

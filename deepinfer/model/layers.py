@@ -11,6 +11,10 @@ copies of the bfloat16 values and multiply in float32 (`gemm_weight`, `linear`):
 stay bfloat16 between layers, and the products of bfloat16 values are exact in float32, so
 only the summation order differs from a bfloat16 GEMM (which accumulates in float32 too).
 
+Block-quantized weights (model/quant: a GGUF's blocks, or int8/int4 made on load) multiply through
+`quant_linear` when the weight source hands them out (`take_quantized`); fused parts keep one
+quantized weight per run of parts in the same format.
+
 Every projection, here and in the architectures, calls `F.linear` / `F.silu` /
 `Tensor.sigmoid` looked up at call time: the engine's batch-invariant mode
 (engine/invariance.py) swaps those functions, so never bind them at import.
@@ -27,6 +31,7 @@ from torch import nn
 
 from deepinfer import envs
 from deepinfer.model.native_norm import rms_norm_f32, swiglu_f32
+from deepinfer.model.quant import QuantWeight, Unpacked, pack_fused, quant_linear, quant_linear_parts
 
 
 class Weights(Protocol):
@@ -37,6 +42,14 @@ class Weights(Protocol):
     def take(self, name: str, shape: tuple[int, ...], dtype: torch.dtype | None = None) -> torch.Tensor: ...
 
     def has(self, name: str) -> bool: ...
+
+    def take_quantized(self, name: str, shape: tuple[int, ...]) -> Unpacked | None: ...
+
+
+def _take_either(weights: Weights, name: str, shape: tuple[int, ...]) -> torch.Tensor | Unpacked:
+    """The tensor in block-quantized form where the source holds it so, else as a float tensor."""
+    quantized = weights.take_quantized(name, shape)
+    return quantized if quantized is not None else weights.take(name, shape)
 
 
 def frozen(t: torch.Tensor) -> nn.Parameter:
@@ -137,14 +150,25 @@ class Linear(nn.Module):
         self.out_features = sum(parts.values())
 
     def load(self, weights: Weights, prefix: str) -> None:
-        mats = [weights.take(f"{prefix}{name}.weight", (rows, self.in_features)) for name, rows in self.parts.items()]
-        self.weight = frozen(gemm_weight(mats[0] if len(mats) == 1 else torch.cat(mats)))  # [out, in] values
+        mats = [_take_either(weights, f"{prefix}{name}.weight", (rows, self.in_features))
+                for name, rows in self.parts.items()]
+        self.quantized: list[QuantWeight] | None = None
+        self.weight = None
+        if all(isinstance(m, Unpacked) for m in mats):
+            self.quantized = pack_fused(mats)
+        else:  # a float part among quantized ones: all float (block values dequantize exactly)
+            mats = [torch.from_numpy(m.dequantize()).to(weights.dtype) if isinstance(m, Unpacked) else m
+                    for m in mats]
+            self.weight = frozen(gemm_weight(mats[0] if len(mats) == 1 else torch.cat(mats)))  # [out, in] values
         self.bias = None
         if self.has_bias:
             vecs = [weights.take(f"{prefix}{name}.bias", (rows,)) for name, rows in self.parts.items()]
-            self.bias = frozen((vecs[0] if len(vecs) == 1 else torch.cat(vecs)).to(self.weight.dtype))
+            dtype = torch.float32 if self.weight is None else self.weight.dtype
+            self.bias = frozen((vecs[0] if len(vecs) == 1 else torch.cat(vecs)).to(dtype))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.quantized is not None:
+            return quant_linear_parts(x, self.quantized, self.bias)
         return linear(x, self.weight, self.bias)
 
 
@@ -183,20 +207,28 @@ class Embedding(nn.Module):
         self.vocab_size, self.hidden, self.tied = vocab_size, hidden, tied
 
     def load(self, weights: Weights, embed_name: str, head_name: str) -> None:
-        embed, head = weights.take(embed_name, (self.vocab_size, self.hidden)), None
+        shape = (self.vocab_size, self.hidden)
+        embed, head = _take_either(weights, embed_name, shape), None
         if weights.has(head_name):  # (transformers ignores a stored lm_head when the config ties them)
-            head = weights.take(head_name, (self.vocab_size, self.hidden))
+            head = _take_either(weights, head_name, shape)
         else:
             self.tied = True
         # The vocabulary projection is the largest matmul of a decode step; in gemm_layout it is
         # faster (float32, 1 thread, SmolLM2, other weights read in between: 43 rows 31 -> 26 ms,
         # 77 rows 42 -> 39 ms). A tied matrix keeps one copy, in that layout; embed_tokens then
-        # gathers its columns (~0.2 ms for 50 tokens, ~1 ms for 512).
-        self.dtype = embed.dtype  # of the activations (a bfloat16 head may multiply in float32)
-        self.head = frozen(gemm_weight(embed if self.tied else head))
-        self.embed = self.head if self.tied else frozen(embed)
+        # gathers its columns (~0.2 ms for 50 tokens, ~1 ms for 512). A quantized one stays
+        # quantized: embed_tokens dequantizes the rows it gathers.
+        self.dtype = weights.dtype  # of the activations (a bfloat16 head may multiply in float32)
+        self.head, self.head_q = self._matrix(embed if self.tied else head, gemm_weight)
+        self.embed, self.embed_q = (self.head, self.head_q) if self.tied else self._matrix(embed, lambda t: t)
+
+    @staticmethod
+    def _matrix(m: torch.Tensor | Unpacked, layout) -> tuple[nn.Parameter | None, QuantWeight | None]:
+        return (None, QuantWeight.pack(m)) if isinstance(m, Unpacked) else (frozen(layout(m)), None)
 
     def embed_tokens(self, input_ids: torch.Tensor) -> torch.Tensor:
+        if self.embed_q is not None:
+            return self.embed_q.dequantize_rows(input_ids).to(self.dtype)  # [T, hidden]
         if self.embed.stride(-1) != 1:  # [vocab, hidden] viewed from a contiguous [hidden, vocab]
             rows = self.embed.t().index_select(1, input_ids).t().contiguous()  # [T, hidden]
         else:
@@ -206,4 +238,6 @@ class Embedding(nn.Module):
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         # [N, vocab] float32. A float32 head of a bfloat16 model skips rounding to bfloat16 and back
         # (two passes over N x vocab, ~3 ms a decode step): the engine samples from float32 anyway.
+        if self.head_q is not None:
+            return quant_linear(hidden, self.head_q)
         return F.linear(hidden.to(self.head.dtype), self.head).float()

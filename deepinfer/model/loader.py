@@ -19,25 +19,38 @@ from deepinfer.model.architectures import ARCHITECTURES
 from deepinfer.model.config import ModelConfig, parse_config
 from deepinfer.model.decoder import Model
 from deepinfer.model.gguf import read_gguf
+from deepinfer.model.quant.source import QUANTIZATIONS, QuantizedSource
 from deepinfer.model.weights import DictSource, SafetensorsSource, TensorSource
 
 DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 
 
-def load_model(path: str | Path, dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu") -> Model:
-    """Load weights in `dtype` (activations follow; logits are always float32)."""
+def load_model(path: str | Path, dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu",
+               quantization: str | None = None) -> Model:
+    """Load weights in `dtype` (activations follow; logits are always float32).
+
+    quantization (model/quant/source.py): None, every weight in `dtype` (a GGUF's blocks
+    dequantized); "gguf", a GGUF's quantized tensors kept as they are; "int8" / "int4", float
+    projection and embedding weights also quantized on load."""
     if dtype not in DTYPES:
         raise ModelLoadError(f"dtype {dtype} is not supported; use one of {', '.join(map(str, DTYPES))}.")
+    if quantization is not None and quantization not in QUANTIZATIONS:
+        raise ModelLoadError(f"quantization {quantization!r} is not supported; use one of "
+                             f"{', '.join(QUANTIZATIONS)} or None.")
+    if quantization is not None and torch.device(device).type != "cpu":
+        raise ModelLoadError(f"quantized weights run on the CPU only, not on {device}; use quantization=None.")
     path = Path(path)
     if path.suffix.lower() == ".gguf":
-        return _load_gguf(path, dtype, device)
+        return _load_gguf(path, dtype, device, quantization)
     if not path.exists():
         raise ModelLoadError(f"{path}: no such model directory or file. Pass a Hugging Face model directory "
                              "(config.json + *.safetensors) or a .gguf file.")
     if not path.is_dir():
         raise ModelLoadError(f"{path}: not a model directory or a .gguf file.")
     config = parse_config(_read_json(path / "config.json"), str(path / "config.json"))
-    source = SafetensorsSource(path, dtype, device)
+    source: TensorSource = SafetensorsSource(path, dtype, device)
+    if quantization is not None:
+        source = QuantizedSource(source, {}, quantization)
     try:
         return build_model(config, source)
     finally:
@@ -80,9 +93,12 @@ def _read_json(file: Path) -> dict[str, Any]:
         raise ModelLoadError(f"{file}: not valid JSON ({e}).") from None
 
 
-def _load_gguf(path: Path, dtype: torch.dtype, device: torch.device | str) -> Model:
+def _load_gguf(path: Path, dtype: torch.dtype, device: torch.device | str, quantization: str | None) -> Model:
     if not path.is_file():
         raise ModelLoadError(f"{path}: no such GGUF file.")
-    gguf = read_gguf(path)
+    gguf = read_gguf(path, keep_quantized=quantization is not None)
     config = parse_config(gguf.config, f"{path} (config from GGUF metadata)")
-    return build_model(config, DictSource(gguf.state_dict, dtype, device, str(path)))
+    source: TensorSource = DictSource(gguf.state_dict, dtype, device, str(path))
+    if quantization is not None:
+        source = QuantizedSource(source, gguf.quantized, quantization)
+    return build_model(config, source)

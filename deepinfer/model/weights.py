@@ -46,6 +46,11 @@ class TensorSource:
         self.taken.add(name)
         return tensor.to(device=self.device, dtype=dtype or self.dtype)
 
+    def take_quantized(self, name: str, shape: tuple[int, ...]):
+        """The tensor as a block-quantized weight (model/quant's Unpacked), or None where it is
+        taken as a float tensor; plain sources hold no quantized weights."""
+        return None
+
     def check_all_taken(self, ignore: Callable[[str], bool] | None = None) -> None:
         extra = sorted(n for n in self.locations
                        if n not in self.taken and not (ignore is not None and ignore(n)))

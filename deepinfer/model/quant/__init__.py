@@ -7,8 +7,8 @@ weight source for a quantized weight and multiplies through `quant_linear`.
 """
 
 from deepinfer.model.quant.formats import FORMATS, BlockFormat, Unpacked
-from deepinfer.model.quant.matmul import native_available, quant_linear, quant_linear_twin
-from deepinfer.model.quant.packed import QuantWeight
+from deepinfer.model.quant.matmul import native_available, quant_linear, quant_linear_parts, quant_linear_twin
+from deepinfer.model.quant.packed import QuantWeight, pack_fused
 
-__all__ = ["FORMATS", "BlockFormat", "QuantWeight", "Unpacked", "native_available", "quant_linear",
-           "quant_linear_twin"]
+__all__ = ["FORMATS", "BlockFormat", "QuantWeight", "Unpacked", "native_available", "pack_fused", "quant_linear",
+           "quant_linear_parts", "quant_linear_twin"]

@@ -69,3 +69,12 @@ def quant_linear(x: torch.Tensor, weight: QuantWeight) -> torch.Tensor:
                      weight.offset, weight.rows, weight.cols, rows.data_ptr(), rows.stride(0), rows.shape[0],
                      out.data_ptr(), torch.get_num_threads())
     return out.view(*lead, weight.rows)
+
+
+def quant_linear_parts(x: torch.Tensor, weights: list[QuantWeight], bias: torch.Tensor | None) -> torch.Tensor:
+    """x [..., K] times fused quantized weights (outputs side by side), plus bias; in x's dtype."""
+    outs = [quant_linear(x, w) for w in weights]
+    out = outs[0] if len(outs) == 1 else torch.cat(outs, dim=-1)
+    if bias is not None:
+        out += bias
+    return out if out.dtype == x.dtype else out.to(x.dtype)

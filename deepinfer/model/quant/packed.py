@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from deepinfer.model.quant.formats import Unpacked
+from deepinfer.model.quant.formats import Unpacked, concat_rows
 
 LANES = 16
 CHUNK = 32
@@ -121,3 +121,19 @@ class QuantWeight:
     def dequantize(self) -> torch.Tensor:
         """float32 [rows, cols]."""
         return self.dequantize_rows(torch.arange(self.rows))
+
+
+def _format(u: Unpacked) -> tuple:
+    return (u.bits, u.block, u.offset, u.mins is None)
+
+
+def pack_fused(parts: list[Unpacked]) -> list[QuantWeight]:
+    """Weights fused along the rows (q/k/v, gate/up): one QuantWeight per run of parts that share a
+    format (a Q4_K_M file keeps v in Q6_K beside q and k in Q4_K), outputs concatenated in order."""
+    runs: list[list[Unpacked]] = []
+    for part in parts:
+        if runs and _format(runs[-1][-1]) == _format(part):
+            runs[-1].append(part)
+        else:
+            runs.append([part])
+    return [QuantWeight.pack(run[0] if len(run) == 1 else concat_rows(run)) for run in runs]
