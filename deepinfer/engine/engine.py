@@ -20,6 +20,7 @@ from deepinfer.engine import guided
 from deepinfer.engine.admission import check_request
 from deepinfer.engine.constraints import ConstraintService
 from deepinfer.engine.config import EngineConfig
+from deepinfer.engine.forward_probe import forward_curve
 from deepinfer.engine.invariance import batch_invariant
 from deepinfer.engine.speculation.jump_forward import ForcedText, jump_forward
 from deepinfer.engine.output import append_token, request_delta
@@ -107,7 +108,7 @@ class Engine:
         """Built when speculation is first on (config.speculative may be switched between runs)."""
         if self.config.speculative and self._speculator is None:
             self._speculator = Speculator(self.config.speculative_config, self.eos_ids, self._token_text,
-                                          self.tokenizer.encode)
+                                          self.tokenizer.encode, forward_curve(self))
         return self._speculator if self.config.speculative else None
 
     def _token_text(self, token: int) -> str:
@@ -117,7 +118,8 @@ class Engine:
         return text
 
     def reset_speculator(self) -> None:
-        """Forget drafts' shared outputs, acceptance statistics and the cost model (benchmarks)."""
+        """Forget drafts' shared outputs, acceptance statistics and the step-cost fit (benchmarks;
+        forward passes probed per shape are kept)."""
         self._speculator = None
 
     def step(self) -> list[RequestOutput]:
@@ -136,8 +138,8 @@ class Engine:
             with torch.inference_mode():  # masks and penalties edit the (inference) logits in place
                 tokens, logprobs = sample_rows(rows, logits, self.eos_ids)
             self._advance(batch, tokens, logprobs)
-            if speculator is not None and speculator.config.fit_step_cost and all(s.samples for s in batch):
-                speculator.cost.observe(len(input_ids), time.process_time() - start)
+            if speculator is not None and all(s.samples for s in batch):
+                speculator.observe_step(len(input_ids), time.process_time() - start)
         else:
             self._fail_unschedulable()
         return self._postprocess()

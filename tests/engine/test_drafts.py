@@ -1,11 +1,8 @@
-"""Units of speculative decoding: the n-gram proposer, the length scheduler, the cost model."""
+"""Units of speculative decoding: the n-gram proposer, text and prompt lookups, the length scheduler."""
 
-import pytest
-
-from deepinfer.engine.speculation.draft_lengths import StepCost
 from deepinfer.engine.speculation.drafts import SOURCE_OWN, SOURCE_POOL, NgramProposer
 from deepinfer.engine.speculation.draft_lengths import choose_lengths
-from deepinfer.engine.speculation.speculative import AcceptanceStats
+from deepinfer.engine.speculation.step_cost import PriorCost
 
 
 def test_own_context_longest_suffix_most_recent_occurrence():
@@ -44,7 +41,7 @@ def test_own_match_wins_over_pool_at_equal_length():
 
 def test_choose_lengths_admits_by_survival_until_theta_drops():
     # tau = 2, B = 2, overhead 2 rows: a row is worth adding iff a > tau / (B + overhead)
-    lengths = choose_lengths([[0.9, 0.8, 0.1], [0.95, 0.2]], base_tokens=2, base_tau=2.0, overhead_rows=2.0,
+    lengths = choose_lengths([[0.9, 0.8, 0.1], [0.95, 0.2]], base_tokens=2, base_tau=2.0, cost=2.0,
                              budget=100)
     # 0.95: 2/4 -> yes (tau 2.95); 0.9: 2.95/5 -> yes (3.85); 0.8: 3.85/6 -> yes (4.65); 0.2: 4.65/7 -> no
     assert lengths == [2, 1]
@@ -99,31 +96,14 @@ def test_lazy_selection_equals_sorting_every_candidate_and_asks_only_what_it_nee
         args = (rng.randrange(0, 40), float(rng.randrange(1, 9)), rng.choice([1.0, 5.0, 100.0, 1e6]),
                 rng.randrange(0, 30))
         rows = [Row(row, at) for row, at in zip(survival, refuse)]
-        lengths = select_lengths(rows, *args)
+        base_tokens, tau, overhead, budget = args
+        lengths = select_lengths(rows, base_tokens, tau, PriorCost(overhead), budget)
         cut = [row[:at - 1] if at else row for row, at in zip(survival, refuse)]
         assert lengths == _sorted_choose_lengths(cut, *args)
         if not any(refuse):
             assert lengths == choose_lengths(survival, *args)
         # a row is asked for its next survival only after admitting the one before
         assert all(r.peeked <= n + 1 and r.taken_tries <= n + 1 for r, n in zip(rows, lengths))
-
-
-def test_acceptance_stats_count_trials_only_up_to_the_first_miss():
-    from deepinfer.engine.speculation.drafts import Draft
-    stats = AcceptanceStats()
-    draft = Draft([1, 2, 3], SOURCE_OWN, 2)
-    key = lambda j: AcceptanceStats.key(draft, j, True)  # noqa: E731
-    stats.record([key(1), None, key(2), key(3)], verified=4, matched=2)  # the second token was forced
-    assert stats.counts[key(1)] == [1, 1] and stats.counts[key(2)] == [0, 1] and key(3) not in stats.counts
-    assert stats.confidence(key(1)) == 2 / 3 and stats.confidence(key(3)) == 0.5 and stats.confidence(None) == 1
-
-
-def test_step_cost_fits_the_overhead_in_rows():
-    cost = StepCost(prior_overhead_rows=64)
-    assert cost.overhead_rows() == 64
-    for b in [10, 20, 40, 80] * 5:
-        cost.observe(b, 0.05 + 0.001 * b)   # alpha / beta = 50 rows
-    assert abs(cost.overhead_rows() - 50) < 1e-6
 
 
 TEXTS = {1: '{"a": ', 2: '"x', 3: '",', 4: "\n ", 5: ' "b', 6: '":', 7: ' 1', 8: 'yz",', 9: ' "c', 10: '"'}
@@ -277,35 +257,6 @@ def test_ngram_index_fast_paths_register_what_the_token_loop_registers():
             (slow.tokens, slow.last, slow_out.tokens, slow_out.last)
         assert {k: v[1] for k, v in fast_pool.entries.items()} == {k: v[1] for k, v in slow_pool.entries.items()}
         assert all(v[0] is fast_out for v in fast_pool.entries.values())
-
-
-def test_tail_boost_raises_the_overhead_only_below_the_recent_peak():
-    from deepinfer.engine.speculation.speculative import SpeculativeConfig, Speculator
-    spec = Speculator(SpeculativeConfig(prior_overhead_rows=100.0, tail_boost=2.0, peak_decay=0.5,
-                                        overhead_rows_per_sequence=1000.0), frozenset({0}))
-    spec._peak = 32.0
-    assert spec._overhead(32) == 100.0                      # a full batch: the prior
-    assert spec._overhead(8) == 100.0 * 16                  # a quarter of the peak: 4 ** 2
-    spec.plan([], 512, None, 1024)                          # a step with nothing sampling: the peak decays
-    assert spec._peak == 16.0 and spec._overhead(8) == 400.0
-    off = Speculator(SpeculativeConfig(prior_overhead_rows=100.0, tail_boost=0.0), frozenset({0}))
-    off._peak = 32.0
-    assert off._overhead(1) == 100.0
-
-
-@pytest.mark.parametrize("peak, running, fitted, expected", [
-    (1.0, 1, False, 8.0), (4.0, 4, False, 20.0), (24.0, 24, False, 100.0), (32.0, 32, False, 100.0),
-    (1.0, 32, False, 100.0),   # the first sequences of a 32-request batch: the others are waiting
-    (1.0, 1, True, 100.0)])    # a fitted cost model is not capped
-def test_small_batches_cap_the_prior_overhead(peak, running, fitted, expected):
-    """A lone sequence's extra verified rows are a large share of its step: the prior overhead is
-    capped at overhead_rows_per_sequence * (batch + 1) rows, the batch being the requests running
-    or waiting, or the recent peak of sampling ones."""
-    from deepinfer.engine.speculation.speculative import SpeculativeConfig, Speculator
-    spec = Speculator(SpeculativeConfig(prior_overhead_rows=100.0, overhead_rows_per_sequence=4.0,
-                                        fit_step_cost=fitted), frozenset({0}))
-    spec._peak = peak
-    assert spec._overhead(int(peak), running) == expected
 
 
 def test_prompt_lookup_bisection_equals_trying_every_length():

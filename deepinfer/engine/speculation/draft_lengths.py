@@ -1,11 +1,12 @@
 """Which draft tokens a step verifies: verification lengths that maximize expected tokens per second.
 
-Theta = tau / (overhead + B): tau = expected accepted tokens (one per sampling sequence plus the
-survival a_{r,j} of every admitted draft token), B = tokens in the forward pass, overhead = the
-step's fixed cost in rows. Candidates (r, j) are admitted greedily in descending a (a_{r,j} never
-increases with j, so prefixes stay prefixes), and the search stops at the first one that does not
-raise Theta (DSpark's Algorithm 1). See speculative.py for where the survivals come from.
-`StepCost` fits the step-cost line (alpha + beta * B) when `fit_step_cost` is on.
+Theta = tau / T(B): tau = expected accepted tokens (one per sampling sequence plus the survival
+a_{r,j} of every admitted draft token), B = tokens in the forward pass, T(B) = the step's seconds
+(step_cost.py: measured, or a prior line in rows). Candidates (r, j) are admitted greedily in
+descending a (a_{r,j} never increases with j, so prefixes stay prefixes), and the search stops at
+the first one that does not raise Theta (DSpark's Algorithm 1): a token is verified only when its
+expected gain pays for its row, so with no draft worth its row nothing is verified.
+See speculative.py for where the survivals come from.
 Knows nothing about drafts, constraints, the model or sampling.
 """
 
@@ -13,13 +14,17 @@ from __future__ import annotations
 
 import heapq
 
+from deepinfer.engine.speculation.step_cost import PriorCost, StepSeconds
 
-def choose_lengths(survival: list[list[float]], base_tokens: int, base_tau: float, overhead_rows: float,
+
+def choose_lengths(survival: list[list[float]], base_tokens: int, base_tau: float, cost: StepSeconds | float,
                    budget: int) -> list[int]:
-    """Verification length per sequence maximizing tau / (overhead + B) (DSpark Algorithm 1).
+    """Verification length per sequence maximizing tau / T(B) (DSpark Algorithm 1).
 
-    survival[r][j-1] = a_{r,j}; base_tokens / base_tau: B and tau with no draft verified."""
-    return select_lengths([_ListRow(row) for row in survival], base_tokens, base_tau, overhead_rows, budget)
+    survival[r][j-1] = a_{r,j}; base_tokens / base_tau: B and tau with no draft verified; cost: T,
+    or a number: the overhead in rows of T(B) = overhead + B."""
+    cost = PriorCost(cost) if isinstance(cost, (int, float)) else cost
+    return select_lengths([_ListRow(row) for row in survival], base_tokens, base_tau, cost, budget)
 
 
 class _ListRow:
@@ -34,7 +39,7 @@ class _ListRow:
         return True
 
 
-def select_lengths(rows: list, base_tokens: int, base_tau: float, overhead_rows: float, budget: int) -> list[int]:
+def select_lengths(rows: list, base_tokens: int, base_tau: float, cost: StepSeconds, budget: int) -> list[int]:
     """`choose_lengths` over survivals computed on demand: rows[r].peek() is a_{r,j+1} after j
     taken (non-increasing; 0.0: no more), rows[r].take() admits it, or says it cannot be (the
     row ends there: as if it had never been a candidate). A row is asked for a_{r,j+1} only
@@ -50,13 +55,15 @@ def select_lengths(rows: list, base_tokens: int, base_tau: float, overhead_rows:
     heapq.heapify(heap)
     lengths = [0] * len(rows)
     tokens, tau = base_tokens, base_tau
+    seconds = cost.seconds(tokens)
     while heap and budget > 0:
         a, r, j = heap[0]
         a = -a
-        if (tau + a) * (overhead_rows + tokens) <= tau * (overhead_rows + tokens + 1):
+        more = cost.seconds(tokens + 1)
+        if (tau + a) * seconds <= tau * more:
             break
         if rows[r].take():
-            lengths[r], tokens, tau, budget = j, tokens + 1, tau + a, budget - 1
+            lengths[r], tokens, tau, budget, seconds = j, tokens + 1, tau + a, budget - 1, more
             a = rows[r].peek()
         else:
             a = 0.0
@@ -65,30 +72,3 @@ def select_lengths(rows: list, base_tokens: int, base_tau: float, overhead_rows:
         else:
             heapq.heappop(heap)
     return lengths
-
-
-class StepCost:
-    """cost(B) = alpha + beta * B seconds per step, fitted by exponentially weighted least squares."""
-
-    def __init__(self, prior_overhead_rows: float, decay: float = 0.98) -> None:
-        self.prior, self.decay = prior_overhead_rows, decay
-        self.w = self.sb = self.st = self.sbb = self.sbt = 0.0
-
-    def observe(self, tokens: int, seconds: float) -> None:
-        d = self.decay
-        self.w, self.sb, self.st = d * self.w + 1, d * self.sb + tokens, d * self.st + seconds
-        self.sbb, self.sbt = d * self.sbb + tokens * tokens, d * self.sbt + tokens * seconds
-
-    def overhead_rows(self) -> float:
-        """alpha / beta: the fixed cost of a step, in rows."""
-        if self.w < 8:
-            return self.prior
-        mb, mt = self.sb / self.w, self.st / self.w
-        var = self.sbb / self.w - mb * mb
-        if var < 16.0:  # too little spread in B to see the slope
-            return self.prior
-        beta = (self.sbt / self.w - mb * mt) / var
-        alpha = mt - beta * mb
-        if beta <= 0:
-            return 4096.0
-        return min(4096.0, max(1.0, alpha / beta))

@@ -29,19 +29,16 @@ class WalkLimits(Protocol):
     max_draft: int
 
 
-class KeyMaker(Protocol):
-    def key(self, draft: Draft, position: int, greedy: bool, text: str = "") -> tuple: ...
-
-
 class DraftSource(Protocol):
     """What a walk asks of its speculator (`speculative.Speculator`): limits, end ids, token
     texts, confidence keys, and what follows the text drafted so far."""
 
     config: WalkLimits
     eos_ids: frozenset[int]
-    stats: KeyMaker
 
     def token_text(self, token: int) -> str: ...
+
+    def position_key(self, walk: "DraftWalk", draft: Draft, position: int, text: str) -> tuple: ...
 
     def continuation(self, key: object, drafted_text: str, limit: int) -> Draft | None: ...
 
@@ -54,6 +51,7 @@ class DraftWalk:
                  key: object = None, limit: int = 0) -> None:
         self.spec, self.seq, self.forced, self.key = spec, seq, forced, key
         self.matcher, self.greedy = seq.matcher, seq.params.greedy
+        self.after_forced = False  # the last token kept was forced (a confidence feature)
         stop_ids = seq.params.stop_token_ids
         self.stops = spec.eos_ids | set(stop_ids) if stop_ids else spec.eos_ids
         self.keep: list[int] = []
@@ -103,7 +101,7 @@ class DraftWalk:
             self.chunk, self.at = chunk, 0
         token = self.chunk.tokens[self.at]
         self.pending_text = self.spec.token_text(token)
-        self.pending_key = self.spec.stats.key(self.chunk, self.free + 1, self.greedy, self.pending_text)
+        self.pending_key = self.spec.position_key(self, self.chunk, self.free + 1, self.pending_text)
         self.pending = token
         return True
 
@@ -121,6 +119,7 @@ class DraftWalk:
         self.keys.append(self.pending_key)
         self.drafted_text += self.pending_text
         self.keep.append(token)
+        self.after_forced = False
         if token in self.stops or (matcher is not None and guided.is_finished(matcher)):
             self.done = True
         elif self.forced is not None and can_jump(self.seq):
@@ -145,6 +144,7 @@ class DraftWalk:
             self.done = True
             return
         if ids:
+            self.after_forced = True
             self.drafted_text += "".join(self.spec.token_text(t) for t in ids)
         self.at = at + len(ids) if same == len(ids) else len(chunk.tokens)  # diverged: look again
 
@@ -164,6 +164,7 @@ class WalkSurvival:
     def __init__(self, walk: DraftWalk, confidence) -> None:
         self.walk, self.confidence = walk, confidence
         self.a, self.j, self.next = 1.0, 0, 0.0
+        self.survival: list[float] = []   # a_j of every token taken
 
     def peek(self) -> float:
         walk = self.walk
@@ -177,4 +178,5 @@ class WalkSurvival:
         if self.j >= len(self.walk.keys) and not self.walk.take():
             return False
         self.a, self.j = self.next, self.j + 1
+        self.survival.append(self.a)
         return True

@@ -30,6 +30,10 @@ from deepinfer.engine.speculation.prompt_drafts import PromptText
 from deepinfer.engine.speculation.text_drafts import TextPool, TextStream
 
 SOURCE_OWN, SOURCE_POOL, SOURCE_FORCED, SOURCE_TEXT, SOURCE_PROMPT = 0, 1, 2, 3, 4
+SOURCE_SUFFIX_OWN, SOURCE_SUFFIX_POOL = 5, 6      # suffix_drafts.py
+SOURCE_NAMES = {SOURCE_OWN: "ngram_own", SOURCE_POOL: "ngram_pool", SOURCE_FORCED: "forced_text",
+                SOURCE_TEXT: "output_text", SOURCE_PROMPT: "prompt_text", SOURCE_SUFFIX_OWN: "suffix_own",
+                SOURCE_SUFFIX_POOL: "suffix_group"}
 
 
 @dataclass
