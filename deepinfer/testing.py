@@ -210,7 +210,7 @@ def _llama_cpp_permute(weight: np.ndarray, num_heads: int) -> np.ndarray:
 def make_tiny_gguf(model_dir: str | Path, out_path: str | Path, quantization: str = "F32") -> Path:
     """Write the tiny llama/qwen model of `model_dir` as a GGUF file the way llama.cpp's converter
     does (tensor names, q/k permutation for llama, tokenizer metadata), with 2-D weights stored
-    as F32 or quantized to Q8_0."""
+    as F32 or quantized to a type gguf-py quantizes (Q8_0, Q4_0, Q4_1, Q5_0, ...)."""
     import gguf
     from safetensors.numpy import load_file
 
@@ -272,9 +272,9 @@ def make_tiny_gguf(model_dir: str | Path, out_path: str | Path, quantization: st
             weight = _llama_cpp_permute(weight, config["num_attention_heads"])
         elif arch == "llama" and ".k_proj." in name:
             weight = _llama_cpp_permute(weight, config["num_key_value_heads"])
-        if quantization == "Q8_0" and weight.ndim == 2:
-            quantized = gguf.quants.quantize(weight, gguf.GGMLQuantizationType.Q8_0)
-            writer.add_tensor(names[name], quantized, raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+        if quantization != "F32" and weight.ndim == 2:
+            kind = gguf.GGMLQuantizationType[quantization]
+            writer.add_tensor(names[name], gguf.quants.quantize(weight, kind), raw_dtype=kind)
         else:
             writer.add_tensor(names[name], weight)
     writer.write_header_to_file()

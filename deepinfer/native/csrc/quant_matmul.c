@@ -200,6 +200,108 @@ static int tile_vector(const Weights *w, int64_t p, const Acts *a, int64_t m0, i
     if (w->bits == 6 && w->block == 16 && !asym) { TILES(6, 16, 0) }
     return 0;
 }
+#elif QM_AVX2
+#define MT 4
+
+/* AVX2: a 64-byte vector is two 32-byte halves (rows 0-7, rows 8-15), each done as an 8-row panel. */
+static inline __attribute__((always_inline)) void unpack256(const uint8_t *chunk, const int bits, int half,
+                                                            __m256i *v) {
+    chunk += 32 * half;
+    if (bits == 8) {
+        for (int g = 0; g < 8; g++) v[g] = _mm256_loadu_si256((const __m256i *)(chunk + 64 * g));
+        return;
+    }
+    const __m256i low = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
+    for (int j = 0; j < 4; j++) {
+        const __m256i both = _mm256_loadu_si256((const __m256i *)(chunk + 64 * j));
+        v[2 * j] = _mm256_and_si256(both, low);
+        v[2 * j + 1] = _mm256_and_si256(_mm256_srli_epi16(both, 4), low);
+    }
+    for (int plane = 0; plane < bits - 4; plane++) {
+        const __m256i high = _mm256_loadu_si256((const __m256i *)(chunk + 256 + 64 * plane));
+        for (int g = 0; g < 8; g++) {
+            const __m256i bit = _mm256_and_si256(_mm256_srli_epi16(high, g), one);   /* bit g of each byte */
+            v[g] = _mm256_or_si256(v[g], _mm256_slli_epi16(bit, 4 + plane));
+        }
+    }
+}
+
+/* Sum over groups g0..g1 of u * a per lane. 8-bit values are taken as u - 128 (signed; maddubs
+ * would saturate on u up to 255), so that dot already holds the offset's correction. */
+static inline __attribute__((always_inline)) __m256i dot256(const __m256i *v, const int8_t *aq, int g0, int g1,
+                                                           const int bits) {
+    const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8((char)0x80);
+    __m256i acc = _mm256_setzero_si256();
+    for (int g = g0; g < g1; g++) {
+        int32_t four;
+        memcpy(&four, aq + 4 * g, 4);
+        const __m256i a = _mm256_set1_epi32(four);
+        __m256i pairs;
+        if (bits == 8) {
+            const __m256i q = _mm256_xor_si256(v[g], flip);
+            pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(q), _mm256_sign_epi8(a, q));
+        } else {
+            pairs = _mm256_maddubs_epi16(v[g], a);
+        }
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, ones));
+    }
+    return acc;
+}
+
+static inline __attribute__((always_inline)) void tile256(const Weights *w, int64_t p, const Acts *a, int64_t m0,
+                                                          const int mt, const int bits, const int block,
+                                                          const int asym, float *y, int64_t ldy) {
+    const int per = 32 / block;
+    for (int half = 0; half < 2; half++) {
+        __m256 out[MT];
+        for (int i = 0; i < mt; i++) out[i] = _mm256_setzero_ps();
+        const uint8_t *chunk = w->data + p * w->chunks * w->chunk_bytes;
+        const float *scales = w->scales + p * w->nblocks * LANES + 8 * half;
+        const float *mins = asym ? w->mins + p * w->nblocks * LANES + 8 * half : NULL;
+        for (int64_t c = 0; c < w->chunks; c++, chunk += w->chunk_bytes) {
+            __m256i v[8];
+            unpack256(chunk, bits, half, v);
+            for (int j = 0; j < per; j++) {
+                const int64_t b = c * per + j;
+                const __m256 d = _mm256_loadu_ps(scales + b * LANES);
+                const __m256 mn = asym ? _mm256_loadu_ps(mins + b * LANES) : _mm256_setzero_ps();
+                for (int i = 0; i < mt; i++) {
+                    const int64_t row = m0 + i;
+                    __m256i dot = dot256(v, a->q + row * a->k + 32 * c, j * 8 / per, (j + 1) * 8 / per, bits);
+                    if (!asym && bits != 8)
+                        dot = _mm256_sub_epi32(dot, _mm256_set1_epi32(a->corr[row * a->nblocks + b]));
+                    const __m256 ds = _mm256_mul_ps(d, _mm256_set1_ps(a->s[row * w->chunks + c]));
+                    out[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), ds, out[i]);
+                    if (asym) out[i] = _mm256_fmadd_ps(mn, _mm256_set1_ps(a->sa[row * a->nblocks + b]), out[i]);
+                }
+            }
+        }
+        const int64_t first = p * LANES + 8 * half;
+        const int64_t rows = w->n - first < 8 ? w->n - first : 8;
+        if (rows <= 0) continue;
+        const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)rows), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        for (int i = 0; i < mt; i++) _mm256_maskstore_ps(y + (m0 + i) * ldy + first, keep, out[i]);
+    }
+}
+
+#define TILES(BITS, BLOCK, ASYM)                                                                    \
+    switch (mt) {                                                                                   \
+    case 1: tile256(w, p, a, m0, 1, BITS, BLOCK, ASYM, y, ldy); break;                             \
+    case 2: tile256(w, p, a, m0, 2, BITS, BLOCK, ASYM, y, ldy); break;                             \
+    case 3: tile256(w, p, a, m0, 3, BITS, BLOCK, ASYM, y, ldy); break;                             \
+    default: tile256(w, p, a, m0, 4, BITS, BLOCK, ASYM, y, ldy); break;                            \
+    }                                                                                               \
+    return 1;
+
+static int tile_vector(const Weights *w, int64_t p, const Acts *a, int64_t m0, int mt, float *y, int64_t ldy) {
+    const int asym = w->mins != NULL;
+    if (w->bits == 4 && w->block == 32 && asym) { TILES(4, 32, 1) }
+    if (w->bits == 4 && w->block == 32 && !asym) { TILES(4, 32, 0) }
+    if (w->bits == 8 && w->block == 32 && !asym) { TILES(8, 32, 0) }
+    if (w->bits == 5 && w->block == 32 && asym) { TILES(5, 32, 1) }
+    if (w->bits == 6 && w->block == 16 && !asym) { TILES(6, 16, 0) }
+    return 0;
+}
 #else
 #define MT 8
 static int tile_vector(const Weights *w, int64_t p, const Acts *a, int64_t m0, int mt, float *y, int64_t ldy) {
