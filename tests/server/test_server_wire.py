@@ -7,6 +7,8 @@ import json
 import httpx
 import pytest
 
+from deepinfer.server import sse
+
 
 def post(server, path, body, **headers):
     return httpx.post(server.url + path, json=body, headers=headers, timeout=30)
@@ -124,3 +126,12 @@ def test_every_route_but_health_needs_the_key(keyed_server, method, path):
     for headers in ({"Authorization": "Bearer sk-test"}, {"x-api-key": "sk-test"}):
         r = httpx.request(method, url, headers=headers, content=b"{not json", timeout=30)
         assert r.status_code in (200, 400), (path, headers, r.text)  # past auth: GETs answer, POSTs 400
+
+
+def test_stream_events_hold_no_character_a_line_splitter_breaks_on():
+    """U+2028, U+2029 and U+0085 in generated text stay inside their event: httpx's aiter_lines
+    (str.splitlines) ends lines there, SSE does not."""
+    text = "a\u2028b\u2029c\x85d"
+    for framed in (sse.data({"t": text}), sse.event("delta", {"t": text})):
+        lines = framed.splitlines()
+        assert json.loads(lines[-2][len("data: "):]) == {"t": text} and lines[-1] == ""
