@@ -90,13 +90,18 @@ class Deepinfer:
 
 
 class LlamaCpp:
-    def __init__(self, python: str, gguf: str, threads: list[int]) -> None:
+    def __init__(self, python: str, gguf: str) -> None:
         self.name = "llama.cpp (use_extra_bufts=False)"
+        self.gguf, self.threads = gguf, None
         worker = Path(__file__).with_name("quant_llama_worker.py")
         self.process = subprocess.Popen([python, str(worker)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         text=True)
-        for n in threads:
-            self._ask({"op": "load", "gguf": gguf, "threads": n})
+
+    def _load(self, threads: int) -> None:
+        """One model loaded at a time, with its thread count (llama.cpp fixes it at load)."""
+        if threads != self.threads:
+            self._ask({"op": "load", "gguf": self.gguf, "threads": threads})
+            self.threads = threads
 
     def _ask(self, command: dict) -> dict:
         self.process.stdin.write(json.dumps(command) + "\n")
@@ -107,10 +112,12 @@ class LlamaCpp:
         return json.loads(line)
 
     def decode(self, threads: int, prompt: list[int], tokens: int) -> tuple[float, float, float]:
+        self._load(threads)
         out = self._ask({"op": "decode", "threads": threads, "prompt": prompt, "tokens": tokens})
         return out["rate"], out["wall"], out["cpu"]
 
     def prefill(self, threads: int, prompt: list[int]) -> tuple[float, float]:
+        self._load(threads)
         out = self._ask({"op": "prefill", "threads": threads, "prompt": prompt})
         return out["wall"], out["cpu"]
 
@@ -150,7 +157,7 @@ def main() -> None:
     load_before = os.getloadavg()
     engines = [Deepinfer("deepinfer quantized (gguf)", gguf, "gguf"), Deepinfer("deepinfer float32", gguf, None)]
     if args.llama_python:
-        engines.append(LlamaCpp(args.llama_python, gguf, threads))
+        engines.append(LlamaCpp(args.llama_python, gguf))
     tokenizer = engines[0].llm.tokenizer
     chat = tokenizer.apply_chat_template(PROMPT)
     prompt = chat if isinstance(chat, list) else tokenizer.encode(chat)

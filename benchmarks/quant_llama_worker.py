@@ -3,7 +3,7 @@
     /tmp/llamacpp-venv/bin/python benchmarks/quant_llama_worker.py
 
 Reads one JSON command per line on stdin and answers one JSON line on stdout:
-    {"op": "load", "gguf": PATH, "threads": N}               -> {"ok": true}
+    {"op": "load", "gguf": PATH, "threads": N}               -> {"ok": true} (replacing any loaded model)
     {"op": "prefill", "threads": N, "prompt": [ids]}         -> {"wall": s, "cpu": s}
     {"op": "decode", "threads": N, "prompt": [ids], "tokens": T}   -> {"wall": s, "cpu": s, "rate": tok/s}
       (wall and CPU time from the first token to the last)
@@ -50,7 +50,8 @@ def decode(llm: Llama, prompt: list[int], tokens: int) -> dict:
 
 def handle(command: dict) -> dict:
     op = command["op"]
-    if op == "load":
+    if op == "load":   # one model at a time: an idle llama.cpp thread pool still polls for work
+        models.clear()
         models[command["threads"]] = Llama(model_path=command["gguf"], n_threads=command["threads"],
                                            n_threads_batch=command["threads"], n_ctx=2048, n_batch=512,
                                            verbose=False)

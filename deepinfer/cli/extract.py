@@ -49,6 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json-whitespace", choices=("default", "compact", "unbounded"), default=None,
                         help="whitespace allowed inside the JSON (default: pretty-printer style, bounded)")
     parser.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32")
+    from deepinfer.cli.quantization_args import add_quantization_argument
+    add_quantization_argument(parser)
 
 
 def _jsonl_items(label: str, text: str, field: str) -> list[Item]:
@@ -148,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
     except jsonschema.SchemaError as exc:
         raise UserError(f"--schema {args.schema}: not a valid JSON Schema: {exc.message}") from None
     items = read_inputs(args.inputs, args.jsonl, args.text_field)
-    llm = LLM(args.model, dtype=args.dtype)
+    llm = LLM(args.model, dtype=args.dtype, quantization=args.quantization)
     ws = {} if args.json_whitespace is None else {"whitespace": args.json_whitespace}
     llm.engine.compiler.compile_json_schema(schema, **ws)  # fail fast (status 2) on a schema we cannot enforce
     params = SamplingParams(json_schema=schema, max_tokens=args.max_tokens, temperature=args.temperature,

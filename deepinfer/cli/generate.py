@@ -30,6 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--system", default=None, help="system message placed before the prompt")
     parser.add_argument("--dtype", choices=DTYPES, default="float32",
                         help="weight and activation dtype (default float32)")
+    from deepinfer.cli.quantization_args import add_quantization_argument
+    add_quantization_argument(parser)
     from deepinfer.cli.constraint_args import add_constraint_arguments
     add_constraint_arguments(parser, required=False)  # --schema / --regex / --grammar [--syntax]
     parser.add_argument("--stats", action="store_true",
@@ -70,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
     from deepinfer.engine.llm import parse_dtype
     from deepinfer.model import load_model
     from deepinfer.model.hub import resolve_model
+    from deepinfer.model.quant.choice import resolve_quantization
     from deepinfer.tokenizer import Tokenizer
     from deepinfer.types import SamplingParams
 
@@ -78,7 +81,8 @@ def run(args: argparse.Namespace) -> int:
     tokenizer = Tokenizer.from_pretrained(path)
     prompt = tokenizer.encode(tokenizer.apply_chat_template(build_messages(args.prompt, args.system),
                                                             add_generation_prompt=True))
-    model = load_model(path, dtype=parse_dtype(args.dtype))
+    weights, quantization = resolve_quantization(path, args.quantization)
+    model = load_model(weights, dtype=parse_dtype(args.dtype), quantization=quantization)
     blocks = kv_blocks_for(len(prompt), args.max_tokens, model.config.max_position_embeddings,
                            EngineConfig.block_size)
     llm = LLM.from_engine(Engine(model, tokenizer, EngineConfig(max_num_seqs=1, num_kv_blocks=blocks)))

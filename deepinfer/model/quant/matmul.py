@@ -30,8 +30,19 @@ def _kernel():
     return load_library("quant_matmul", _SIGNATURES)
 
 
+_functions: list = []
+
+
+def _function():
+    """The kernel's entry point, looked up once (None where the twin runs)."""
+    if not _functions:
+        lib = _kernel()
+        _functions.append(None if lib is None else lib.quant_matmul)
+    return _functions[0]
+
+
 def native_available() -> bool:
-    return _kernel() is not None
+    return _function() is not None
 
 
 def quantize_activations(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -58,16 +69,15 @@ def quant_linear(x: torch.Tensor, weight: QuantWeight) -> torch.Tensor:
         rows = rows.float()
     if rows.shape[-1] != weight.cols:
         raise ValueError(f"input of {rows.shape[-1]} features for a weight of {weight.cols} columns")
-    lib = _kernel()
-    if lib is None or rows.device.type != "cpu" or rows.requires_grad:
+    function = _function()
+    if function is None or rows.device.type != "cpu" or rows.requires_grad:
         return quant_linear_twin(rows, weight).view(*lead, weight.rows)
     if rows.stride(-1) != 1:
         rows = rows.contiguous()
     out = torch.empty(rows.shape[0], weight.rows, dtype=torch.float32)
-    mins = weight.mins.data_ptr() if weight.mins is not None else None
-    lib.quant_matmul(weight.data.data_ptr(), weight.scales.data_ptr(), mins, weight.bits, weight.block,
-                     weight.offset, weight.rows, weight.cols, rows.data_ptr(), rows.stride(0), rows.shape[0],
-                     out.data_ptr(), torch.get_num_threads())
+    # (a decode step makes ~120 of these calls: the weight's arguments are computed once)
+    function(*weight.kernel_arguments, rows.data_ptr(), rows.stride(0), rows.shape[0], out.data_ptr(),
+             torch.get_num_threads())
     return out.view(*lead, weight.rows)
 
 

@@ -81,6 +81,12 @@ class QuantWeight:
         mins = None if u.mins is None else torch.from_numpy(_pack_blocks(_pad_rows(u.mins, padded)))
         return cls(rows, cols, u.bits, u.block, u.offset, torch.from_numpy(data), torch.from_numpy(scales), mins)
 
+    def __post_init__(self) -> None:
+        # quant_matmul's leading arguments (the tensors are owned here, so the pointers stay valid)
+        mins = self.mins.data_ptr() if self.mins is not None else None
+        self.kernel_arguments = (self.data.data_ptr(), self.scales.data_ptr(), mins, self.bits, self.block,
+                                 self.offset, self.rows, self.cols)
+
     @property
     def shape(self) -> tuple[int, int]:
         return (self.rows, self.cols)
