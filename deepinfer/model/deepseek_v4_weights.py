@@ -76,3 +76,7 @@ class V4Weights:
 
     def take(self, name: str, shape: tuple[int, ...], dtype: torch.dtype | None = None) -> torch.Tensor:
         return self.source.take(self.stored.get(name, name), shape, dtype)
+
+    def take_quantized(self, name: str, shape: tuple[int, ...]):
+        """The stored tensor as a block-quantized weight where the source holds one, else None."""
+        return self.source.take_quantized(self.stored.get(name, name), shape)
