@@ -265,7 +265,7 @@ class Engine:
         if self.scheduler.running or not self.scheduler.waiting:
             return
         seq = self.scheduler.waiting[0]
-        if not self.blocks.can_grow(seq.table, seq.num_tokens + 1):
+        if not self.blocks.can_grow(self.blocks.new_table(), seq.num_tokens + 1):  # a waiting seq holds none
             seq.finish(FinishReason.ERROR, error=f"the sequence needs {seq.num_tokens + 1} tokens of KV cache; "
                                                  f"the pool holds {self.blocks.capacity_tokens}")
             self._release(seq)

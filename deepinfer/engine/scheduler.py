@@ -50,6 +50,7 @@ class Scheduler:
 
     def add(self, seq: Sequence) -> None:
         seq.status = RequestStatus.WAITING
+        seq.table = self.blocks.new_table()  # the storage's kind of table (hybrid caches have their own)
         self.waiting.append(seq)
 
     def has_work(self) -> bool:

@@ -83,3 +83,9 @@ def test_speculation_verifies_across_compression_boundaries_and_rolls_back(v4, m
     counters = llm.engine.stats()
     assert counters["verified_tokens"] > counters["accepted_tokens"] > 0  # drafts accepted and rejected
     assert drafted.token_ids == plain.token_ids == reference_greedy(v4[0], loop, 40)
+
+
+def test_a_prompt_larger_than_the_cache_fails_with_an_error(make):
+    llm = make(num_kv_blocks=2)  # compressed pages of 16 tokens: 32 tokens of entries
+    out = llm.generate(PROMPTS[3], GREEDY)[0]
+    assert out.outputs[0].finish_reason.value == "error" and "the pool holds 32" in out.outputs[0].error

@@ -53,7 +53,7 @@ def capture(args) -> None:
 
     engine._forward = record
     llm.generate(prompts, SamplingParams(json_schema=EXTRACTION_SCHEMA, temperature=0, max_tokens=args.max_tokens))
-    torch.save(dict(steps=steps, num_blocks=len(engine.blocks.ref_counts), block_size=engine.pool.block_size,
+    torch.save(dict(steps=steps, num_blocks=len(engine.blocks.ref_counts), block_size=engine.blocks.block_size,
                     dtype=args.dtype), args.out)
     print(f"{len(steps)} steps, {sum(s['ids'].numel() for s in steps)} tokens -> {args.out}")
 

@@ -88,9 +88,6 @@ class _LayerState:
             if branch.layer == layer:
                 setattr(self, branch.name, _Branch(seq, index, branch))
 
-    def branches(self) -> list:
-        return [b for b in (self.compressor, self.indexer) if b is not None]
-
 
 class _Window:
     def __init__(self, seq: SequenceState, layer: int) -> None:
