@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...errors import ConstraintError
+from .jsonschema_import import load as load_jsonschema
 
 # keywords introduced after draft-07 (2019-09 / 2020-12)
 _NEWER = frozenset({"prefixItems", "dependentSchemas", "dependentRequired", "minContains", "maxContains",
@@ -56,10 +57,10 @@ def draft_of(root) -> Draft:
     later draft its constraints would be silently dropped."""
     if not isinstance(root, dict) or "$schema" not in root:
         return UNDECLARED
-    from jsonschema.validators import validator_for  # imported by the JSON front end already
-
     uri = root["$schema"]
-    validator = validator_for(root, default=None) if isinstance(uri, str) else None
+    validator = None
+    if isinstance(uri, str):  # (jsonschema is imported here when the schema names a draft)
+        validator = load_jsonschema().validators.validator_for(root, default=None)
     name = "Draft202012Validator" if validator is None else validator.__name__
     if name == "Draft3Validator":
         raise ConstraintError("JSON Schema /$schema: draft-03 is not supported (disallow, extends, "

@@ -18,13 +18,13 @@ import json
 import re
 
 from deepinfer.constraints import ir
-from deepinfer.constraints.regular.dfa import budget_clock
 from deepinfer.constraints.errors import ConstraintError
 from deepinfer.constraints.ir import Expr, alt, literal
 
 from .lowering import Keywords
 from .merge import TYPES, MergeError, canon, merge, type_set
 from .drafts import draft_of
+from .jsonschema_import import lowering_clock
 from .normalize import VALIDATION, Normalizer
 from .numbers import NUMBER_TEXT
 from .refs import Node, RefError, Refs
@@ -60,7 +60,7 @@ class Lowerer:
         # pointers of the sub-schemas found empty (no valid value) inside each `lower` call
         # in progress, innermost last: the error for an unsatisfiable schema names the first
         self._empty_causes: list[list[str]] = [[]]
-        self.verdict = Verdict(self.refs, self.fail, self._credit)
+        self.verdict = Verdict(self.refs, self.fail)
         self.composition = keywords.composition(self)
         self._counter = 0
         self.split = False
@@ -68,7 +68,7 @@ class Lowerer:
         self.unique_matcher = False
         self.capped: frozenset = frozenset()  # json_caps: long maxLength nodes the matcher counts
         self.sources: list[tuple[str, str, Expr]] = []  # ir.Grammar.sources: scalars with size keywords
-        self.deadline = budget_clock() + LOWER_TIME_BUDGET_S
+        self.deadline = lowering_clock() + LOWER_TIME_BUDGET_S
 
     # ----------------------------------------------------------------- entry
     def grammar(self) -> ir.Grammar:
@@ -104,7 +104,7 @@ class Lowerer:
 
     def check_time(self, ptr: str) -> None:
         """Fail closed long before a caller's timeout (called wherever lowering loops)."""
-        if budget_clock() > self.deadline:
+        if lowering_clock() > self.deadline:
             raise ConstraintError(f"JSON Schema too complex: lowering took over {LOWER_TIME_BUDGET_S:g} s "
                                   f"(at {ptr or '/'})")
 
@@ -301,12 +301,8 @@ class Lowerer:
         return None if self.any_depth is None else max(self.any_depth - 1, 0)
 
     def valid(self, value, node: Node, listed: bool = False) -> bool:
-        """`jsonschema`'s verdict for `value` against a (possibly synthetic) Node (json_verdict)."""
+        """`jsonschema`'s verdict for `value` against a (possibly synthetic) Node (verdict.py)."""
         return self.verdict.valid(value, node, listed)
-
-    def _credit(self, seconds: float) -> None:
-        """Time spent outside lowering proper (importing jsonschema) is not charged to it."""
-        self.deadline += seconds
 
 
 def _is_synthetic(s: dict) -> bool:

@@ -47,8 +47,9 @@ def lower_json_schema(schema, *, whitespace: str = "default", strict: bool | lis
     (the caller wraps the automaton, see lowered.py); the grammar then says so
     in its annotations. length_caps: the (pointer, base URI) of the `maxLength` nodes whose
     strings are left unbounded for the matcher to count (caps.capped_nodes; the caller
-    wraps the automaton in length_caps.LengthCapAutomaton). deadline: the `dfa.budget_clock()`
-    (thread CPU time) value past which lowering fails (default: LOWER_TIME_BUDGET_S from now).
+    wraps the automaton in length_caps.LengthCapAutomaton). deadline: the
+    `jsonschema_import.lowering_clock()` value (thread CPU time) past which lowering fails
+    (default: LOWER_TIME_BUDGET_S from now).
     """
     lowerer = Lowerer(load_schema(schema), Whitespace(whitespace), strict, any_depth, KEYWORDS)
     if deadline is not None:

@@ -13,18 +13,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from deepinfer.constraints.regular.dfa import budget_clock
-
+from .jsonschema_import import load as load_jsonschema
 from .merge import canon
 from .quick_valid import quick_valid
 from .refs import Node, Refs
 
 
 class Verdict:
-    def __init__(self, refs: Refs, fail, credit):
+    def __init__(self, refs: Refs, fail):
         self.refs = refs
         self.fail = fail  # (ptr, message) -> the ConstraintError to raise
-        self.credit = credit  # (seconds): time that is not lowering work, given back to the budget
         self._validators: dict[str, Any] = {}
         self._resolvers: dict[str, Any] = {}  # base URI -> its resource's resolver (None: unknown)
 
@@ -68,13 +66,10 @@ class Verdict:
     def _validator(self):
         v = self._validators.get("root")
         if v is None:
-            started = budget_clock()  # a first import of jsonschema's format checkers takes seconds:
-            import jsonschema           # not lowering work, so not counted against the budget
-
+            jsonschema = load_jsonschema()  # imported here, on the first verdict (seconds, once)
             root = self.refs.root.schema
             cls = jsonschema.validators.validator_for(root, default=jsonschema.Draft202012Validator)
             v = self._validators["root"] = cls(root, format_checker=cls.FORMAT_CHECKER)
-            self.credit(budget_clock() - started)
         return v
 
 
