@@ -71,6 +71,16 @@ def test_nothing_is_verified_when_no_draft_pays_for_its_row():
     assert choose_lengths([[0.5, 0.3, 0.2, 0.1]], 1, 1.0, PriorCost(1000.0), 10) == [4]
 
 
+def test_a_costly_first_row_is_verified_when_the_rows_it_opens_pay_for_it():
+    """One stream on a CPU: the second row of a step costs 30% (a GEMM instead of a GEMV), the
+    next ones 1% each. No single draft token pays alone, four together do."""
+    curve, _ = curve_of(lambda b: 1.0 if b == 1 else 1.3 + 0.01 * (b - 2), max_tokens=16)
+    cost = MeasuredCost(curve, probes_per_step=100)
+    cost.prepare(1, 16)
+    assert choose_lengths([[0.28, 0.2, 0.15, 0.1]], 1, 1.0, cost, 16) == [4]    # 1.73 / 1.32 > 1
+    assert choose_lengths([[0.1, 0.05, 0.02]], 1, 1.0, cost, 16) == [0]          # 1.17 / 1.31 < 1
+
+
 def test_a_kink_in_the_measured_curve_stops_the_drafts_before_it():
     """Past 32 rows the forward pass jumps (another GEMM kernel): the 33rd row is not worth it."""
     curve, _ = curve_of(lambda b: 0.1 + 0.001 * b + (0.05 if b > 32 else 0.0), max_tokens=64)

@@ -3,9 +3,10 @@
 Theta = tau / T(B): tau = expected accepted tokens (one per sampling sequence plus the survival
 a_{r,j} of every admitted draft token), B = tokens in the forward pass, T(B) = the step's seconds
 (step_cost.py: measured, or a prior line in rows). Candidates (r, j) are admitted greedily in
-descending a (a_{r,j} never increases with j, so prefixes stay prefixes), and the search stops at
-the first one that does not raise Theta (DSpark's Algorithm 1): a token is verified only when its
-expected gain pays for its row, so with no draft worth its row nothing is verified.
+descending a (a_{r,j} never increases with j, so prefixes stay prefixes), as in DSpark's
+Algorithm 1, and the prefix of that order with the highest Theta is verified (looking a few
+candidates past the best, for costs that are not linear): tokens are verified only when their
+expected gain pays for their rows, so with no draft worth its rows nothing is verified.
 See speculative.py for where the survivals come from.
 Knows nothing about drafts, constraints, the model or sampling.
 """
@@ -15,6 +16,9 @@ from __future__ import annotations
 import heapq
 
 from deepinfer.engine.speculation.step_cost import PriorCost, StepSeconds
+
+# Candidates tried past the best prefix before the search stops (each may cost a constraint walk).
+LOOKAHEAD = 6
 
 
 def choose_lengths(survival: list[list[float]], base_tokens: int, base_tau: float, cost: StepSeconds | float,
@@ -39,31 +43,37 @@ class _ListRow:
         return True
 
 
-def select_lengths(rows: list, base_tokens: int, base_tau: float, cost: StepSeconds, budget: int) -> list[int]:
+def select_lengths(rows: list, base_tokens: int, base_tau: float, cost: StepSeconds, budget: int,
+                   lookahead: int = LOOKAHEAD) -> list[int]:
     """`choose_lengths` over survivals computed on demand: rows[r].peek() is a_{r,j+1} after j
     taken (non-increasing; 0.0: no more), rows[r].take() admits it, or says it cannot be (the
     row ends there: as if it had never been a candidate). A row is asked for a_{r,j+1} only
     once a_{r,j} is admitted. Candidates are admitted in the order of a full sort by (-a, r, j)
     (a k-way merge of the rows: within a row that key increases with j), so the lengths are those
-    of sorting every candidate first; a refused candidate changes nothing, since every candidate
-    after the first that does not raise Theta (a smaller or equal a) would not raise it either."""
+    of sorting every candidate first.
+
+    The answer is the prefix of that order with the highest Theta, looking up to `lookahead`
+    candidates past the best so far: a measured T is not linear (on a CPU the second row of a
+    single-stream step costs a third of the step, as a GEMM replaces a GEMV, and the next ones
+    almost nothing), so a first row that does not pay alone may pay with the rows it opens."""
     heap = []
     for r, row in enumerate(rows):
         a = row.peek()
         if a > 0:
             heap.append((-a, r, 1))
     heapq.heapify(heap)
-    lengths = [0] * len(rows)
+    admitted: list[tuple[int, int]] = []
     tokens, tau = base_tokens, base_tau
-    seconds = cost.seconds(tokens)
-    while heap and budget > 0:
+    best_tau, best_seconds, best_count = tau, cost.seconds(tokens), 0
+    while heap and budget > 0 and len(admitted) - best_count < max(1, lookahead):
         a, r, j = heap[0]
         a = -a
-        more = cost.seconds(tokens + 1)
-        if (tau + a) * seconds <= tau * more:
-            break
         if rows[r].take():
-            lengths[r], tokens, tau, budget, seconds = j, tokens + 1, tau + a, budget - 1, more
+            tokens, tau, budget = tokens + 1, tau + a, budget - 1
+            admitted.append((r, j))
+            seconds = cost.seconds(tokens)
+            if tau * best_seconds > best_tau * seconds * (1 + 1e-12):   # Theta rises (a tie is no gain)
+                best_tau, best_seconds, best_count = tau, seconds, len(admitted)
             a = rows[r].peek()
         else:
             a = 0.0
@@ -71,4 +81,7 @@ def select_lengths(rows: list, base_tokens: int, base_tau: float, cost: StepSeco
             heapq.heapreplace(heap, (-a, r, j + 1))
         else:
             heapq.heappop(heap)
+    lengths = [0] * len(rows)
+    for r, j in admitted[:best_count]:
+        lengths[r] = j
     return lengths

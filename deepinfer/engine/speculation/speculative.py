@@ -70,6 +70,14 @@ class Speculator:
         self._schemas: set[str] = set()   # JSON schemas whose skeleton is in the text pool
         self._unverified: dict[object, int] = {}   # sequence -> plans since one verified its draft
 
+    def keep_learning_of(self, other: "Speculator") -> None:
+        """Take over what `other` learned about this engine (the survival model, overall
+        acceptance, the step-cost fit) but none of its outputs: a warm engine meeting new requests
+        (benchmarks time runs this way, so that no run drafts from an identical earlier one)."""
+        self.survival, self.recent.overall = other.survival, list(other.recent.overall)
+        if type(self.cost) is type(other.cost) and isinstance(self.cost, MeasuredCost):
+            self.cost = other.cost
+
     @property
     def counters(self) -> dict:
         """Token counts, per-drafter outcomes and the survival model's calibration (engine stats)."""
