@@ -10,6 +10,7 @@ import pytest
 
 from deepinfer import SamplingParams
 from deepinfer.engine import LLM, Engine, EngineConfig
+from deepinfer.engine.speculation.speculative import SpeculativeConfig
 from deepinfer.model import load_model
 from deepinfer.tokenizer import Tokenizer
 from v4_checkpoint import reference_greedy, save_v4_dir
@@ -29,6 +30,8 @@ def v4(tmp_path_factory):
 def make(v4):
     def build(**options) -> LLM:
         options.setdefault("speculative", False)
+        if options["speculative"]:   # plans free of timing: whether drafts are verified cannot flake with load
+            options.setdefault("speculative_config", SpeculativeConfig(measured_cost=False))
         options.setdefault("num_kv_blocks", 64)  # compressed pages of 16 tokens (the default pool is 1 GiB)
         return LLM.from_engine(Engine(v4[1], v4[2], EngineConfig(**options)))
     return build
