@@ -8,6 +8,9 @@ Reads one JSON command per line on stdin and answers one JSON line on stdout:
     {"op": "decode", "threads": N, "prompt": [ids], "tokens": T}   -> {"wall": s, "cpu": s, "rate": tok/s}
       (wall and CPU time from the first token to the last)
     {"op": "greedy", "threads": N, "prompt": [ids], "tokens": T}   -> {"tokens": [ids]}
+    {"op": "extract", "threads": N, "prompts": [[ids]], "schema": {...}, "tokens": T}
+        -> {"wall": s, "cpu": s, "generated": n, "texts": [...]}
+      (greedy, llama.cpp's own JSON-Schema grammar, one request after another)
 Imports nothing of deepinfer (this interpreter does not have it). The model loads with
 use_extra_bufts=False: llama.cpp's extra (AMX repacking) buffers segfault on this project's
 machines, so llama.cpp runs its AVX-512 kernels on the file's own blocks.
@@ -20,7 +23,7 @@ import sys
 import time
 
 import llama_cpp.llama_cpp as native
-from llama_cpp import Llama
+from llama_cpp import Llama, LlamaGrammar
 
 _default_params = native.llama_model_default_params
 
@@ -48,6 +51,19 @@ def decode(llm: Llama, prompt: list[int], tokens: int) -> dict:
     return {"wall": wall, "cpu": time.process_time() - cpu_first, "rate": (count - 1) / wall}
 
 
+def extract(llm: Llama, prompts: list[list[int]], schema: dict, tokens: int) -> dict:
+    grammar = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+    texts, generated = [], 0
+    start, cpu = time.perf_counter(), time.process_time()
+    for prompt in prompts:
+        llm.reset()
+        out = llm.create_completion(prompt, max_tokens=tokens, temperature=0, grammar=grammar)
+        texts.append(out["choices"][0]["text"])
+        generated += out["usage"]["completion_tokens"]
+    return {"wall": time.perf_counter() - start, "cpu": time.process_time() - cpu, "generated": generated,
+            "texts": texts}
+
+
 def handle(command: dict) -> dict:
     op = command["op"]
     if op == "load":   # one model at a time: an idle llama.cpp thread pool still polls for work
@@ -57,6 +73,8 @@ def handle(command: dict) -> dict:
                                            verbose=False)
         return {"ok": True}
     llm = models[command["threads"]]
+    if op == "extract":
+        return extract(llm, command["prompts"], command["schema"], command["tokens"])
     prompt = command["prompt"]
     cpu = time.process_time()
     if op == "prefill":
