@@ -23,6 +23,7 @@ import sys
 import time
 
 import llama_cpp.llama_cpp as native
+import numpy as np
 from llama_cpp import Llama, LlamaGrammar
 
 _default_params = native.llama_model_default_params
@@ -84,13 +85,14 @@ def handle(command: dict) -> dict:
         return {"wall": time.perf_counter() - start, "cpu": time.process_time() - cpu}
     if op == "decode":
         return decode(llm, prompt, command["tokens"])
-    if op == "greedy":
+    if op == "greedy":  # argmax of the logits (the library's sampler keeps an earlier call's grammar)
         llm.reset()
         ids = []
         llm.eval(prompt)
         for _ in range(command["tokens"]):
-            token = llm.sample(temp=0.0)
-            ids.append(int(token))
+            last = native.llama_get_logits_ith(llm._ctx.ctx, -1)      # [vocab] float32, the last row
+            token = int(np.ctypeslib.as_array(last, shape=(llm.n_vocab(),)).argmax())
+            ids.append(token)
             if token == llm.token_eos():
                 break
             llm.eval([token])
