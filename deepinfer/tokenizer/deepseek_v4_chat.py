@@ -91,6 +91,13 @@ def _arguments(call: dict[str, Any], where: str) -> tuple[str, dict[str, Any]]:
     return name, args
 
 
+def _declaration(tool: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAI tool's function as V4 lists it; an empty description (servers fill "" for a
+    missing one) is left out, as a client that sends none would have it."""
+    function = tool.get("function", tool)
+    return {k: v for k, v in function.items() if not (k == "description" and not v)}
+
+
 def render_calls(calls: list[tuple[str, dict[str, Any]]]) -> str:
     """The DSML block of (name, arguments) calls, as an assistant turn writes it after its content."""
     invokes = []
@@ -141,7 +148,7 @@ def render(messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None
     if tools:
         if not turns or turns[0]["role"] != "system":
             turns.insert(0, {"role": "system", "content": ""})
-        schemas = "\n".join(_json(t.get("function", t)) for t in tools)
+        schemas = "\n".join(_json(_declaration(t)) for t in tools)
         turns[0]["content"] += "\n\n" + TOOLS_SECTION.replace("{schemas}", schemas)
     keep_reasoning = bool(tools)  # V4 drops earlier answers' reasoning unless tools are declared
     last_user = max((i for i, t in enumerate(turns) if t["role"] == "user"), default=-1)
