@@ -23,8 +23,9 @@ whenever the model opens a call, what follows is a valid call. The grammar is
 composed by `deepinfer.constraints.compose.tool_calls`. The tool-call format of
 the model's own chat template is not detected: this one is what the constraint
 generates for every model. Where calls may be made (not forced), DeepSeek-V4's
-own DSML block written in the free text is parsed too (`tool_calls_dsml.py`);
-its arguments are not constrained. Knows nothing about HTTP; errors are
+own DSML block written in the free text is parsed too (`tool_calls_dsml.py`):
+its arguments are not constrained, so a call whose arguments break the tool's
+schema stays text. Knows nothing about HTTP; errors are
 `APIError`s naming the field.
 """
 
@@ -100,7 +101,7 @@ def parse_tool_calls(text: str, tools: list[ToolDecl], fmt: CallFormat = HERMES,
     """
     dsml = text.find(DSML_CALLS_OPEN) if fmt.trigger else -1
     if dsml >= 0 and not 0 <= text.find(fmt.trigger) < dsml:  # DeepSeek-V4's own call block
-        found = parse_dsml_calls(text, {t.name for t in tools}, partial)
+        found = parse_dsml_calls(text, {t.name: t.parameters for t in tools}, partial)
         return ParsedCalls(*found) if found else None
     start = text.find(fmt.trigger) if fmt.trigger else len(text) - len(text.lstrip())
     if start < 0:

@@ -11,8 +11,10 @@ renders:
     </｜DSML｜tool_calls>
 
 `string="true"` values are the text as it is, the others JSON. A block that does not parse (an
-unknown tool, a bad JSON value, a parameter named twice, an unclosed tag) is not a call: the
-text stays the answer, as a Hermes call that does not parse does. Knows nothing about HTTP.
+unknown tool, a bad JSON value, a parameter named twice, an unclosed tag, arguments that break
+the tool's `parameters` schema: V4's block is written in free text, not under a constraint) is
+not a call: the text stays the answer, as a Hermes call that does not parse does. Knows
+nothing about HTTP.
 """
 
 from __future__ import annotations
@@ -48,11 +50,23 @@ def _arguments(body: str) -> dict[str, Any] | None:
     return args if not body[pos:].strip() else None
 
 
-def parse_dsml_calls(text: str, names: set[str], partial: bool = False
+def _follows(args: dict[str, Any], schema: Any) -> bool:
+    if not isinstance(schema, dict) or not schema:
+        return True  # no parameters schema: any arguments
+    import jsonschema  # only when a DSML block appears (its import takes ~1 s)
+
+    try:
+        return jsonschema.validators.validator_for(schema)(schema).is_valid(args)
+    except jsonschema.exceptions.SchemaError:
+        return False
+
+
+def parse_dsml_calls(text: str, schemas: dict[str, Any], partial: bool = False
                      ) -> tuple[str, list[tuple[str, dict[str, Any]]]] | None:
     """(text before the block, its calls), or None when `text` holds no block that parses.
 
-    `partial`: the text was cut off; keep the complete calls of an unclosed block."""
+    schemas: each declared tool's `parameters` schema by name; `partial`: the text was cut
+    off, keep the complete calls of an unclosed block."""
     start = text.find(DSML_CALLS_OPEN)
     if start < 0:
         return None
@@ -66,7 +80,8 @@ def parse_dsml_calls(text: str, names: set[str], partial: bool = False
             break
         match = _INVOKE.match(rest.lstrip())
         args = _arguments(match.group(2)) if match else None
-        if match is None or args is None or match.group(1) not in names:
+        if (match is None or args is None or match.group(1) not in schemas
+                or not _follows(args, schemas[match.group(1)])):
             if partial and calls:
                 break
             return None

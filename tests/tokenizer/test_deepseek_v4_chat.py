@@ -110,6 +110,8 @@ def test_rendered_calls_parse_back_to_themselves():
     CALL.replace('string="false">3', 'string="false">three'),       # not JSON
     CALL.replace("days", "city"),                                   # a parameter twice
     CALL + "\nmore text",                                           # text after the block
+    CALL.replace('string="true">Paris', 'string="false">7'),        # arguments break the schema
+    CALL.replace('<｜DSML｜parameter name="city" string="true">Paris</｜DSML｜parameter>\n', ""),  # required
 ])
 def test_a_block_that_does_not_parse_stays_text(text):
     assert parse_tool_calls(text, DECLS) is None
