@@ -18,6 +18,10 @@ from deepinfer.errors import ModelLoadError
 
 INDEX_NAME = "model.safetensors.index.json"
 SINGLE_NAME = "model.safetensors"
+# Low-precision float formats whose checkpoints scale blocks of weights by separate tensors.
+QUANTIZED_DTYPES = frozenset(getattr(torch, n) for n in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
+                                                         "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn_x2")
+                             if hasattr(torch, n))
 
 
 class TensorSource:
@@ -43,6 +47,10 @@ class TensorSource:
         if tuple(tensor.shape) != tuple(shape):
             raise ModelLoadError(f"{self.locations[name]}: tensor '{name}' has shape {list(tensor.shape)}, "
                                  f"expected {list(shape)} from config.json. The weights do not match the config.")
+        if tensor.dtype in QUANTIZED_DTYPES:  # converting would drop the block scales stored beside it
+            raise ModelLoadError(f"{self.locations[name]}: tensor '{name}' holds {str(tensor.dtype).removeprefix('torch.')} "
+                                 "weights (an FP8/FP4 checkpoint); only float checkpoints (float32/bfloat16/"
+                                 "float16 safetensors) or GGUF files are supported: load a bfloat16 export.")
         self.taken.add(name)
         return tensor.to(device=self.device, dtype=dtype or self.dtype)
 

@@ -21,8 +21,12 @@ compiled as that schema is in `response_format` (fail closed: a keyword the
 compiler cannot enforce is a 400, whatever the tool's `strict` says), so
 whenever the model opens a call, what follows is a valid call. The grammar is
 composed by `deepinfer.constraints.compose.tool_calls`. The tool-call format of
-the model's own chat template is not detected: this one is used for every
-model. Knows nothing about HTTP; errors are `APIError`s naming the field.
+the model's own chat template is not detected: this one is what the constraint
+generates for every model. Where calls may be made (not forced), DeepSeek-V4's
+own DSML block written in the free text is parsed too (`tool_calls_dsml.py`):
+its arguments are not constrained, so a call whose arguments break the tool's
+schema stays text. Knows nothing about HTTP; errors are
+`APIError`s naming the field.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from deepinfer.constraints.compose import HERMES, CallFormat
 from deepinfer.constraints.errors import ConstraintError
 from deepinfer.server.constraint_spec import single_constraint
 from deepinfer.server.errors import APIError, bad_request
+from deepinfer.server.tool_calls_dsml import DSML_CALLS_OPEN, parse_dsml_calls
 from deepinfer.server.validation import check_schema
 from deepinfer.types import ChoiceResult, ConstraintSpec, Job, ToolDecl
 
@@ -94,6 +99,10 @@ def parse_tool_calls(text: str, tools: list[ToolDecl], fmt: CallFormat = HERMES,
 
     `partial`: the text was cut off (max_tokens); keep the complete calls before the cut.
     """
+    dsml = text.find(DSML_CALLS_OPEN) if fmt.trigger else -1
+    if dsml >= 0 and not 0 <= text.find(fmt.trigger) < dsml:  # DeepSeek-V4's own call block
+        found = parse_dsml_calls(text, {t.name: t.parameters for t in tools}, partial)
+        return ParsedCalls(*found) if found else None
     start = text.find(fmt.trigger) if fmt.trigger else len(text) - len(text.lstrip())
     if start < 0:
         return None
@@ -211,12 +220,13 @@ class TextGate:
     """Streams the free text of a tool-capable choice as it is generated.
 
     Text goes out as soon as it cannot be the start of a call: a tail that could
-    still become the opener (`<tool_` ...) or trailing whitespace is held back.
-    Once the opener appears, the rest is call text, sent parsed at the end.
+    still become an opener (`<tool_` ..., or DeepSeek-V4's DSML block opener) or
+    trailing whitespace is held back. Once an opener appears, the rest is call
+    text, sent parsed at the end.
     """
 
     def __init__(self, fmt: CallFormat = HERMES) -> None:  # BARE (forced calls): nothing is text
-        self.trigger = fmt.trigger
+        self.triggers = (fmt.trigger, DSML_CALLS_OPEN) if fmt.trigger else ("",)
         self.text = ""
         self.sent = 0
         self.closed = False
@@ -225,13 +235,14 @@ class TextGate:
         self.text += text
         if self.closed:
             return ""
-        start = self.text.find(self.trigger, max(0, self.sent - len(self.trigger)))
+        found = [self.text.find(t, max(0, self.sent - len(t))) for t in self.triggers]
+        start = min((f for f in found if f >= 0), default=-1)
         if start >= 0:
             self.closed = True
             end = len(self.text[:start].rstrip())
         else:
-            hold = next((k for k in range(min(len(self.trigger) - 1, len(self.text)), 0, -1)
-                         if self.text.endswith(self.trigger[:k])), 0)
+            hold = max(next((k for k in range(min(len(t) - 1, len(self.text)), 0, -1)
+                             if self.text.endswith(t[:k])), 0) for t in self.triggers)
             end = len(self.text) - hold
             end = len(self.text[:end].rstrip())
         out = self.text[self.sent:end] if end > self.sent else ""

@@ -29,6 +29,7 @@ class TokenizerFiles:
     special_tokens: dict[str, str] = field(default_factory=dict)  # bos_token -> "<s>", ...
     eos_token_ids: set[int] = field(default_factory=set)  # ids named by config/generation_config
     chat_template: str | None = None
+    chat_format: str | None = None  # a built-in format where the model ships no template ("deepseek_v4")
     source: str = ""  # file or directory, for error messages
 
 
@@ -78,6 +79,17 @@ def _chat_template(directory: Path, tokenizer_config: dict[str, Any]) -> str | N
     return template if isinstance(template, str) else None
 
 
+def _chat_format(directory: Path, template: str | None) -> str | None:
+    """DeepSeek-V4 checkpoints define their chat format in Python (encoding/encoding_dsv4.py), not
+    jinja: a V4 directory without a template gets the built-in V4 format."""
+    if template is not None:
+        return None
+    config = _read_json(directory / "config.json")
+    if config.get("model_type") == "deepseek_v4" or (directory / "encoding" / "encoding_dsv4.py").is_file():
+        return "deepseek_v4"
+    return None
+
+
 def read_tokenizer_dir(directory: Path) -> TokenizerFiles:
     """Collect the tokenizer facts of a Hugging Face model directory."""
     tokenizer_path = directory / "tokenizer.json"
@@ -102,6 +114,7 @@ def read_tokenizer_dir(directory: Path) -> TokenizerFiles:
         tokenizer_config=tokenizer_config,
         special_tokens=special,
         eos_token_ids=eos_ids,
-        chat_template=_chat_template(directory, tokenizer_config),
+        chat_template=(template := _chat_template(directory, tokenizer_config)),
+        chat_format=_chat_format(directory, template),
         source=str(directory),
     )

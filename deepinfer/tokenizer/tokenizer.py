@@ -16,6 +16,7 @@ from typing import Any
 from tokenizers import Tokenizer as BackendTokenizer
 
 from deepinfer.errors import ModelLoadError
+from deepinfer.tokenizer import deepseek_v4_chat
 from deepinfer.tokenizer.chat import ChatTemplate, ChatTemplateError
 from deepinfer.tokenizer.detokenizer import IncrementalDetokenizer
 from deepinfer.tokenizer.files import TokenizerFiles, read_tokenizer_dir
@@ -43,6 +44,7 @@ class Tokenizer:
         self.eos_token_ids: frozenset[int] = frozenset(eos)
         self.add_bos_token = bool(files.tokenizer_config.get("add_bos_token", False))
         self.chat_template: str | None = files.chat_template
+        self.chat_format: str | None = files.chat_format
 
     @classmethod
     def from_pretrained(cls, path: str | Path) -> "Tokenizer":
@@ -89,7 +91,14 @@ class Tokenizer:
     # -- chat -------------------------------------------------------------------------------
     def apply_chat_template(self, messages: list[dict[str, Any]], add_generation_prompt: bool = True,
                             tools: list[dict[str, Any]] | None = None, **kwargs: Any) -> str:
-        """Render messages with the model's chat template (sandboxed jinja2), as text."""
+        """Render messages with the model's chat template (sandboxed jinja2), as text.
+
+        A DeepSeek-V4 model (no template; `chat_format` "deepseek_v4") renders with V4's own
+        format; `thinking=True` (or `enable_thinking=True`) opens the answer with `<think>`."""
+        if self.chat_template is None and self.chat_format == "deepseek_v4":
+            thinking = bool(kwargs.get("thinking", kwargs.get("enable_thinking", False)))
+            return deepseek_v4_chat.render(messages, tools=tools, add_generation_prompt=add_generation_prompt,
+                                           thinking=thinking)
         if self.chat_template is None:
             raise ChatTemplateError(
                 f"the model at {self.source} has no chat template (tokenizer_config.json "

@@ -33,6 +33,9 @@ TRANSFORMERS_FAMILIES = {
                                      first_k_dense_replace=1, routed_scaling_factor=2.5, norm_topk_prob=True)),
     "mistral-sliding": ("mistral", dict(num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
                                         sliding_window=6)),
+    # Qwen2 with every layer sliding (use_sliding_window, windows from layer 0 on)
+    "qwen2-sliding": ("qwen2", dict(num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                    use_sliding_window=True, sliding_window=5, max_window_layers=0)),
 }
 
 

@@ -61,3 +61,40 @@ def test_preempted_requests_replay_only_what_the_windows_reach(make_llm):
     # (from a block boundary), not its whole history
     assert 0 < stats["swa_replayed_tokens"] <= stats["num_preemptions"] * (10 + 3)
     assert [o.token_ids for o in outs] == alone
+
+
+def test_bounded_replay_recomputes_fewer_tokens_than_the_windows_compound(make_llm):
+    """swa_replay="bounded" on a sliding-window model: a preempted request restarts
+    swa_replay_tokens before where it was (from a block boundary), not as far as exact replay."""
+    params = SamplingParams(temperature=0, max_tokens=40, ignore_eos=True)
+    options = dict(block_size=4, num_kv_blocks=9, max_num_batched_tokens=16, enable_prefix_caching=False)
+    exact = make_llm("mistral-sliding", **options)
+    exact.generate(LONG, params)
+    bounded = make_llm("mistral-sliding", swa_replay="bounded", swa_replay_tokens=2, **options)
+    outs = bounded.generate(LONG, params)
+    assert bounded.engine.blocks.replay.mode == "bounded" and exact.engine.blocks.replay.mode == "exact"
+    spent = bounded.engine.stats()
+    assert spent["num_preemptions"] > 0
+    assert 0 < spent["swa_replayed_tokens"] <= spent["num_preemptions"] * (2 + 3)
+    assert spent["swa_replayed_tokens"] / spent["num_preemptions"] < (
+        exact.engine.stats()["swa_replayed_tokens"] / exact.engine.stats()["num_preemptions"])
+    assert all(len(o.token_ids) == 40 for o in outs)
+
+
+def test_qwen2_sliding_layers_take_the_windowed_cache_and_replay_exactly(make_llm):
+    """A Qwen2 config whose layers all slide (use_sliding_window, max_window_layers=0): the windowed
+    block manager, exact replay by default; preempted and prefix-hit requests equal a cold run."""
+    params = SamplingParams(temperature=0.7, seed=9, max_tokens=30, ignore_eos=True)
+    alone = [make_llm("qwen2-sliding", block_size=4, enable_prefix_caching=False).generate(p, params)[0].token_ids
+             for p in LONG]
+    llm = make_llm("qwen2-sliding", block_size=4, num_kv_blocks=9, max_num_batched_tokens=16,
+                   enable_prefix_caching=False)
+    assert llm.engine.blocks.windows == (5, 5) and llm.engine.blocks.replay.mode == "exact"
+    outs = llm.generate(LONG, params)
+    assert llm.engine.stats()["num_preemptions"] > 0 and llm.engine.stats()["swa_replayed_tokens"] > 0
+    assert [o.token_ids for o in outs] == alone
+    cached = make_llm("qwen2-sliding", block_size=4)
+    cached.generate(LONG[0][:60] + [7, 7], params)
+    again = cached.generate(LONG[0], params)[0]  # a prefix-cache hit: only the window's blocks taken
+    assert cached.engine.stats()["prefix_cache_hit_tokens"] >= 56
+    assert again.token_ids == alone[0]

@@ -122,3 +122,26 @@ def test_unexpected_missing_and_duplicate_tensors_are_named(tmp_path_factory, tm
             {"model.layers.0.ffn.gate.tid2eid": torch.full_like(state["model.layers.0.ffn.gate.tid2eid"], 8)})
     with pytest.raises(ModelLoadError, match="tid2eid' names experts outside 0..7"):
         load_model(tmp_path / "hash")
+
+
+def test_fp8_and_fp4_checkpoints_are_refused_naming_what_they_hold(tmp_path_factory, tmp_path):
+    """V4's released weights are FP8 (FP4 experts) with block scales: refused, never converted unscaled."""
+    import json
+
+    _, directory = v4_reference("v4", tmp_path_factory)
+    rewrite(directory, tmp_path / "declared", lambda k: k)
+    config = json.loads((directory / "config.json").read_text())
+    config["quantization_config"] = {"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]}
+    (tmp_path / "declared" / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ModelLoadError, match=r"field 'quantization_config' declares quantized weights \(fp8\)"):
+        load_model(tmp_path / "declared")
+    name = "model.layers.1.attn.wq_a.weight"
+    for dtype in (torch.float8_e4m3fn, torch.float8_e5m2):  # float8 tensors, no quantization_config
+        target = tmp_path / str(dtype)
+        state = load_file(str(directory / "model.safetensors"))
+        assert name in state
+        target.mkdir()
+        shutil.copy(directory / "config.json", target / "config.json")
+        save_file({**state, name: state[name].to(dtype)}, str(target / "model.safetensors"))
+        with pytest.raises(ModelLoadError, match=f"'{name}' holds {str(dtype)[6:]} weights"):
+            load_model(target)
