@@ -1,0 +1,113 @@
+"""Greedy generation with expert parallelism: N ranks in lockstep, each decoding its own requests.
+
+The library entry point. `generate_expert_parallel(model_dir, requests_per_rank)` spawns one rank
+per list of requests; every rank loads the model, keeps its slice of the routed experts, and
+runs its requests as one packed batch per step through a paged KV pool of its own (attention
+data parallelism). Steps are global: a rank whose requests are all done, or that had none, runs
+`idle_step` until every rank is done, so the MoE layers' all-to-alls always meet. Ranks return
+their tokens (and, on request, every step's logits) through files in a temporary directory.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from deepinfer.kvcache.paged import KVPool, PagedKVCache, SeqSlice, probe_layer_shapes
+from deepinfer.model import load_model
+from deepinfer.parallel.expert_parallel import idle_step, shard_experts
+from deepinfer.parallel.group import RankGroup, spawn
+from deepinfer.parallel.placement import ExpertPlacement
+
+BLOCK_SIZE = 16
+
+
+@dataclass
+class RankOutput:
+    """One request's greedy tokens and, when asked, the logits [V] of every step that made one."""
+
+    tokens: list[int]
+    logits: list[torch.Tensor] = field(default_factory=list)
+
+
+@dataclass
+class _Seq:
+    prompt: list[int]
+    max_new_tokens: int
+    blocks: list[int]
+    out: RankOutput
+    cached: int = 0
+
+    @property
+    def done(self) -> bool:
+        return len(self.out.tokens) >= self.max_new_tokens
+
+    def next_input(self) -> list[int]:
+        return self.prompt if self.cached == 0 else self.out.tokens[-1:]
+
+
+def _allocate(requests: list[tuple[list[int], int]]) -> tuple[list[_Seq], int]:
+    seqs, used = [], 0
+    for prompt, new in requests:
+        n = math.ceil((len(prompt) + new) / BLOCK_SIZE)
+        seqs.append(_Seq(list(prompt), new, list(range(used, used + n)), RankOutput([])))
+        used += n
+    return seqs, max(used, 1)
+
+
+@torch.no_grad()
+def _step(model, pool: KVPool, active: list[_Seq], keep_logits: bool) -> None:
+    inputs = [s.next_input() for s in active]
+    slices = [SeqSlice(s.blocks, s.cached, len(x)) for s, x in zip(active, inputs)]
+    ids = torch.tensor([t for x in inputs for t in x], dtype=torch.long)
+    positions = torch.tensor([s.cached + i for s, x in zip(active, inputs) for i in range(len(x))])
+    last = torch.tensor(list(torch.tensor([len(x) for x in inputs]).cumsum(0) - 1))
+    logits = model(ids, positions, PagedKVCache(pool, slices), logits_indices=last)  # [N, V]
+    for s, x, row in zip(active, inputs, logits):
+        s.cached += len(x)
+        s.out.tokens.append(int(row.argmax()))
+        if keep_logits:
+            s.out.logits.append(row.clone())
+
+
+def rank_main(group: RankGroup, model_dir: str, requests_per_rank: list[list[tuple[list[int], int]]],
+              placement: ExpertPlacement | None, keep_logits: bool, out_dir: str) -> None:
+    """One rank: load, shard, then lockstep steps until every rank's requests are done."""
+    torch.set_num_threads(1)
+    model = load_model(model_dir)
+    shapes = probe_layer_shapes(model)  # before sharding: the probe's forward must not reach peers
+    shard_experts(model, group, placement)
+    seqs, blocks = _allocate(requests_per_rank[group.rank])
+    pool = KVPool(shapes, blocks, BLOCK_SIZE, model.dtype)
+    while True:
+        active = [s for s in seqs if not s.done]
+        busy = torch.tensor([len(active)])
+        dist.all_reduce(busy, op=dist.ReduceOp.MAX)
+        if int(busy) == 0:
+            break
+        if active:
+            _step(model, pool, active, keep_logits)
+        else:
+            idle_step(model)
+    torch.save([s.out for s in seqs], Path(out_dir) / f"rank{group.rank}.pt")
+
+
+def generate_expert_parallel(model_dir: str | Path, requests_per_rank: list[list[tuple[list[int], int]]], *,
+                             placement: ExpertPlacement | None = None, keep_logits: bool = False,
+                             timeout_s: float = 60.0) -> list[list[RankOutput]]:
+    """Greedy-decode `requests_per_rank[r]` ((prompt ids, max new tokens) pairs) on rank r of
+    len(requests_per_rank) ranks; return each rank's outputs in request order."""
+    world = len(requests_per_rank)
+    for r, requests in enumerate(requests_per_rank):
+        for i, (prompt, new) in enumerate(requests):
+            if not prompt or new < 1:
+                raise ValueError(f"rank {r} request {i}: needs a non-empty prompt and max_new_tokens >= 1")
+    with tempfile.TemporaryDirectory(prefix="deepinfer-ep-") as out_dir:
+        spawn(rank_main, world, str(model_dir), requests_per_rank, placement, keep_logits, out_dir,
+              timeout_s=timeout_s)
+        return [torch.load(Path(out_dir) / f"rank{r}.pt", weights_only=False) for r in range(world)]
