@@ -3,7 +3,7 @@
 Owns: joining a process group with a bounded wait (`group.py`), where each routed expert lives
 (`placement.py`), moving tokens to the ranks that hold their experts and back with all-to-all
 (`dispatch.py`), the expert-parallel MoE layer that replaces a model's MoE in place
-(`expert_parallel.py`), and a lockstep greedy runner, the library entry point (`runner.py`).
+(`expert_parallel.py`), replicating hot experts between steps (`eplb.py`), and a lockstep greedy runner, the library entry point (`runner.py`).
 
 Every rank holds the whole model except the routed experts, of which it keeps its slice (shared
 experts everywhere), and runs attention on its own requests only. Knows the model stage (its MoE

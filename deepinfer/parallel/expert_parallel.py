@@ -46,7 +46,10 @@ class EPMoE(nn.Module):
         self.hidden = source.experts.hidden
         full_gate_up, full_down = source.experts.gate_up.data, source.experts.down.data
         self.num_experts = full_gate_up.shape[0]
+        self.expert_shapes = (tuple(full_gate_up.shape[1:]), tuple(full_down.shape[1:]))
+        self.dtype = full_gate_up.dtype
         self.tokens_per_expert = torch.zeros(self.num_experts, dtype=torch.long)
+        self.computed_slots = 0  # slots this rank computed for any rank: its expert load
         self.set_local(placement, {e: (full_gate_up[e], full_down[e]) for e in placement.local_experts(group.rank)})
 
     def set_local(self, placement: ExpertPlacement, weights: dict[int, tuple[torch.Tensor, torch.Tensor]]) -> None:
@@ -101,6 +104,7 @@ class EPMoE(nn.Module):
             weights = torch.empty(0, self._top_k(), dtype=torch.float32)
         self.tokens_per_expert += torch.bincount(ids.flatten(), minlength=self.num_experts)
         d = dispatch(x, ids, self.placement.targets(ids.flatten()), self.group.world)
+        self.computed_slots += d.rows.shape[0]
         out = combine(d, self._compute(d.rows, d.experts), weights, x.shape[0], ids.shape[1])
         shared = self._shared(x)
         return out if shared is None else out + shared

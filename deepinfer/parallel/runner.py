@@ -20,6 +20,7 @@ import torch.distributed as dist
 
 from deepinfer.kvcache.paged import KVPool, PagedKVCache, SeqSlice, probe_layer_shapes
 from deepinfer.model import load_model
+from deepinfer.parallel.eplb import rebalance
 from deepinfer.parallel.expert_parallel import idle_step, shard_experts
 from deepinfer.parallel.group import RankGroup, spawn
 from deepinfer.parallel.placement import ExpertPlacement
@@ -33,6 +34,22 @@ class RankOutput:
 
     tokens: list[int]
     logits: list[torch.Tensor] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Balancing:
+    """EPLB during a run: rebalance once after step `after_step` within `max_experts_per_rank`."""
+
+    after_step: int
+    max_experts_per_rank: int
+
+
+@dataclass
+class EPResult:
+    """outputs[r]: rank r's outputs in request order; placements: every MoE layer's final placement."""
+
+    outputs: list[list[RankOutput]]
+    placements: list[ExpertPlacement]
 
 
 @dataclass
@@ -76,14 +93,16 @@ def _step(model, pool: KVPool, active: list[_Seq], keep_logits: bool) -> None:
 
 
 def rank_main(group: RankGroup, model_dir: str, requests_per_rank: list[list[tuple[list[int], int]]],
-              placement: ExpertPlacement | None, keep_logits: bool, out_dir: str) -> None:
+              placement: ExpertPlacement | None, keep_logits: bool, balancing: Balancing | None,
+              out_dir: str) -> None:
     """One rank: load, shard, then lockstep steps until every rank's requests are done."""
     torch.set_num_threads(1)
     model = load_model(model_dir)
     shapes = probe_layer_shapes(model)  # before sharding: the probe's forward must not reach peers
-    shard_experts(model, group, placement)
+    layers = shard_experts(model, group, placement)
     seqs, blocks = _allocate(requests_per_rank[group.rank])
     pool = KVPool(shapes, blocks, BLOCK_SIZE, model.dtype)
+    step = 0
     while True:
         active = [s for s in seqs if not s.done]
         busy = torch.tensor([len(active)])
@@ -94,20 +113,24 @@ def rank_main(group: RankGroup, model_dir: str, requests_per_rank: list[list[tup
             _step(model, pool, active, keep_logits)
         else:
             idle_step(model)
-    torch.save([s.out for s in seqs], Path(out_dir) / f"rank{group.rank}.pt")
+        if balancing is not None and step == balancing.after_step:
+            rebalance(model, balancing.max_experts_per_rank)
+        step += 1
+    torch.save(([s.out for s in seqs], [m.placement for m in layers]), Path(out_dir) / f"rank{group.rank}.pt")
 
 
 def generate_expert_parallel(model_dir: str | Path, requests_per_rank: list[list[tuple[list[int], int]]], *,
                              placement: ExpertPlacement | None = None, keep_logits: bool = False,
-                             timeout_s: float = 60.0) -> list[list[RankOutput]]:
+                             balancing: Balancing | None = None, timeout_s: float = 60.0) -> EPResult:
     """Greedy-decode `requests_per_rank[r]` ((prompt ids, max new tokens) pairs) on rank r of
-    len(requests_per_rank) ranks; return each rank's outputs in request order."""
+    len(requests_per_rank) ranks, experts placed by `placement` (default: contiguous slices)."""
     world = len(requests_per_rank)
     for r, requests in enumerate(requests_per_rank):
         for i, (prompt, new) in enumerate(requests):
             if not prompt or new < 1:
                 raise ValueError(f"rank {r} request {i}: needs a non-empty prompt and max_new_tokens >= 1")
     with tempfile.TemporaryDirectory(prefix="deepinfer-ep-") as out_dir:
-        spawn(rank_main, world, str(model_dir), requests_per_rank, placement, keep_logits, out_dir,
+        spawn(rank_main, world, str(model_dir), requests_per_rank, placement, keep_logits, balancing, out_dir,
               timeout_s=timeout_s)
-        return [torch.load(Path(out_dir) / f"rank{r}.pt", weights_only=False) for r in range(world)]
+        saved = [torch.load(Path(out_dir) / f"rank{r}.pt", weights_only=False) for r in range(world)]
+    return EPResult([outputs for outputs, _ in saved], saved[0][1])
