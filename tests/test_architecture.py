@@ -168,7 +168,8 @@ ALLOWED = {
     "constraints": FOUNDATION | {"constraints.base", "constraints.api", "constraints.regular"},
     "kvcache": FOUNDATION | {"native"},
     "model": FOUNDATION | {"native", "tokenizer"},
-    "parallel": FOUNDATION | {"native", "tokenizer", "model", "kvcache"},
+    # parallel runs engines per rank (disaggregation) and reshapes their models (expert parallelism)
+    "parallel": FOUNDATION | {"native", "tokenizer", "model", "kvcache", "engine"},
 }
 
 
