@@ -3,7 +3,7 @@
 The library entry point. `generate_expert_parallel(model_dir, requests_per_rank)` spawns one rank
 per list of requests; every rank loads the model, keeps its slice of the routed experts, and
 runs its requests as one packed batch per step through a paged KV pool of its own (attention
-data parallelism). Steps are global: a rank whose requests are all done, or that had none, runs
+data parallelism; DeepSeek-V4, whose cache is per sequence, runs them one forward each). Steps are global: a rank whose requests are all done, or that had none, runs
 `idle_step` until every rank is done, so the MoE layers' all-to-alls always meet. Ranks return
 their tokens (and, on request, every step's logits) through files in a temporary directory.
 """
@@ -92,16 +92,37 @@ def _step(model, pool: KVPool, active: list[_Seq], keep_logits: bool) -> None:
             s.out.logits.append(row.clone())
 
 
+@torch.no_grad()
+def _step_one_by_one(model, caches: dict[int, object], active: list[_Seq], rounds: int, keep_logits: bool) -> None:
+    """DeepSeek-V4 (a per-sequence cache, no paged batch): one forward per active sequence, then
+    idle passes up to `rounds`, the busiest rank's count, so every rank makes as many passes."""
+    for i in range(rounds):
+        if i >= len(active):
+            idle_step(model)
+            continue
+        s = active[i]
+        x = s.next_input()
+        row = model(torch.tensor(x), torch.arange(s.cached, s.cached + len(x)), caches[id(s)],
+                    logits_indices=torch.tensor([len(x) - 1]))[0]
+        s.cached += len(x)
+        s.out.tokens.append(int(row.argmax()))
+        if keep_logits:
+            s.out.logits.append(row.clone())
+
+
 def rank_main(group: RankGroup, model_dir: str, requests_per_rank: list[list[tuple[list[int], int]]],
               placement: ExpertPlacement | None, keep_logits: bool, balancing: Balancing | None,
               out_dir: str) -> None:
     """One rank: load, shard, then lockstep steps until every rank's requests are done."""
     torch.set_num_threads(1)
     model = load_model(model_dir)
-    shapes = probe_layer_shapes(model)  # before sharding: the probe's forward must not reach peers
-    layers = shard_experts(model, group, placement)
+    per_sequence = hasattr(model, "new_cache")  # DeepSeek-V4's own decode state
     seqs, blocks = _allocate(requests_per_rank[group.rank])
-    pool = KVPool(shapes, blocks, BLOCK_SIZE, model.dtype)
+    if per_sequence:
+        caches = {id(s): model.new_cache() for s in seqs}
+    else:  # the probe's forward runs before sharding: it must not reach peers
+        pool = KVPool(probe_layer_shapes(model), blocks, BLOCK_SIZE, model.dtype)
+    layers = shard_experts(model, group, placement)
     step = 0
     while True:
         active = [s for s in seqs if not s.done]
@@ -109,7 +130,9 @@ def rank_main(group: RankGroup, model_dir: str, requests_per_rank: list[list[tup
         dist.all_reduce(busy, op=dist.ReduceOp.MAX)
         if int(busy) == 0:
             break
-        if active:
+        if per_sequence:
+            _step_one_by_one(model, caches, active, int(busy), keep_logits)
+        elif active:
             _step(model, pool, active, keep_logits)
         else:
             idle_step(model)

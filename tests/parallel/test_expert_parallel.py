@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from conftest import single_process_greedy
+from conftest import single_process_greedy, single_process_greedy_v4
+from deepinfer.model import load_model
 from deepinfer.parallel import ExpertPlacement, ParallelError
 from deepinfer.parallel.group import free_port, join
 from deepinfer.parallel.eplb import plan
@@ -23,11 +24,11 @@ def prompts(n: int, seed: int) -> list[list[int]]:
             for _ in range(n)]
 
 
-def check_against_single_process(model, requests_per_rank, outputs):
+def check_against_single_process(model, requests_per_rank, outputs, reference=single_process_greedy):
     for r, (requests, outs) in enumerate(zip(requests_per_rank, outputs)):
         assert len(outs) == len(requests)
         for (prompt, new), out in zip(requests, outs):
-            tokens, logits = single_process_greedy(model, prompt, new)
+            tokens, logits = reference(model, prompt, new)
             assert out.tokens == tokens, f"rank {r} prompt {prompt}"
             for step, (got, want) in enumerate(zip(out.logits, logits)):
                 torch.testing.assert_close(got, want, atol=1e-5, rtol=0, msg=f"rank {r} step {step}")
@@ -76,3 +77,12 @@ def test_plan_replicates_the_hot_expert_and_respects_the_budget():
 def test_a_rank_that_never_joins_fails_within_the_timeout():
     with pytest.raises(ParallelError, match="rank 0 of 2 could not join"):
         join(0, 2, f"tcp://127.0.0.1:{free_port()}", timeout_s=1)
+
+
+@pytest.mark.slow
+def test_deepseek_v4_two_ranks_with_hash_and_topk_routing_match_single_process(deepseek_v4_dir):
+    p = [[(7 * i + 3 + k) % 96 for i in range(n)] for k, n in enumerate((14, 9, 5))]
+    requests = [[(p[0], 3), (p[1], 2)], [(p[2], 1)]]
+    result = generate_expert_parallel(deepseek_v4_dir, requests, keep_logits=True,
+                                      balancing=Balancing(after_step=0, max_experts_per_rank=6))
+    check_against_single_process(load_model(deepseek_v4_dir), requests, result.outputs, single_process_greedy_v4)
