@@ -4,8 +4,9 @@ Resolves the model (--model, DEEPINFER_MODEL_DIR, or the default model,
 created on first use), applies the chat template (with an optional --system
 message), and streams the reply to stdout through the engine, as `LLM.stream_outputs`
 does for a library caller: the same sampling, seeds and constraints (--schema / --regex /
---grammar). Errors the user can fix are `UserError`s, which the dispatcher prints as one
-paragraph (exit status 2).
+--grammar). `--expert-parallel N` and `--prefill-workers 1 --decode-workers 1` run the reply over
+several processes (deepinfer.parallel). Errors the user can fix are `UserError`s, which the
+dispatcher prints as one paragraph (exit status 2).
 """
 
 from __future__ import annotations
@@ -36,6 +37,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_constraint_arguments(parser, required=False)  # --schema / --regex / --grammar [--syntax]
     parser.add_argument("--stats", action="store_true",
                         help="print token counts and decode speed to stderr")
+    parser.add_argument("--expert-parallel", type=_positive_int, default=1, metavar="N",
+                        help="DeepSeek MoE models: N processes, each holding 1/N of the routed experts "
+                             "(greedy, unconstrained, float32)")
+    parser.add_argument("--prefill-workers", type=int, default=0, metavar="P",
+                        help="with --decode-workers: prefill on one process, decode on another (1 and 1)")
+    parser.add_argument("--decode-workers", type=int, default=0, metavar="D")
 
 
 def _positive_int(text: str) -> int:
@@ -81,6 +88,8 @@ def run(args: argparse.Namespace) -> int:
     tokenizer = Tokenizer.from_pretrained(path)
     prompt = tokenizer.encode(tokenizer.apply_chat_template(build_messages(args.prompt, args.system),
                                                             add_generation_prompt=True))
+    if args.expert_parallel > 1 or args.prefill_workers or args.decode_workers:
+        return _run_parallel(args, path, tokenizer, prompt, constraint)
     weights, quantization = resolve_quantization(path, args.quantization)
     model = load_model(weights, dtype=parse_dtype(args.dtype), quantization=quantization)
     blocks = kv_blocks_for(len(prompt), args.max_tokens, model.config.max_position_embeddings,
@@ -99,6 +108,34 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.stats:
         print(_stats_line(result, constrained=bool(constraint)), file=sys.stderr)
+    return 0
+
+
+def _run_parallel(args: argparse.Namespace, path, tokenizer, prompt: list[int], constraint: dict) -> int:
+    """--expert-parallel N or --prefill-workers 1 --decode-workers 1: the reply from several processes."""
+    from deepinfer.errors import UserError
+    from deepinfer.parallel import generate_disaggregated, generate_expert_parallel
+    from deepinfer.types import SamplingParams
+
+    if args.expert_parallel > 1 and (args.prefill_workers or args.decode_workers):
+        raise UserError("--expert-parallel cannot be combined with --prefill-workers/--decode-workers")
+    if args.expert_parallel > 1:
+        if args.temperature != 0 or constraint:
+            raise UserError("--expert-parallel generates greedily and unconstrained: drop --temperature and "
+                            "--schema/--regex/--grammar")
+        ranks = [[(prompt, args.max_tokens)]] + [[] for _ in range(args.expert_parallel - 1)]
+        tokens = generate_expert_parallel(path, ranks).outputs[0][0].tokens
+        _write(tokenizer.decode(tokens) + "\n")
+        return 0
+    if (args.prefill_workers, args.decode_workers) != (1, 1):
+        raise UserError(f"--prefill-workers {args.prefill_workers} --decode-workers {args.decode_workers}: "
+                        "only one prefill and one decode worker (1 and 1) are supported")
+    params = SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed, **constraint)
+    out = generate_disaggregated(path, [prompt], params)[0]
+    _write(out.text + "\n")
+    if args.stats:
+        print(f"prompt {len(prompt)} tokens, generated {len(out.token_ids)} tokens; "
+              f"{out.blocks_moved} KV blocks ({out.bytes_moved} bytes) moved to the decode worker", file=sys.stderr)
     return 0
 
 
