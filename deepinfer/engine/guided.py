@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from deepinfer.constraints import Matcher
+from deepinfer.constraints.completion import completions, needed_tokens
 
 
 def start(compiled) -> Matcher:
@@ -85,3 +86,31 @@ def is_complete(matcher) -> bool:
 def is_finished(matcher) -> bool:
     """An end token was advanced: nothing more may follow."""
     return matcher.is_terminated()
+
+
+BUDGET_WINDOW = 64  # sampled tokens are checked once the tokens left are within this of the need
+
+
+def fit_budget(matcher, token: int, tokens_left: int) -> int:
+    """`token`, or a token that keeps a complete output within `tokens_left` (this one included).
+
+    Once the tokens left come within BUDGET_WINDOW of the constraint's need from its start, a
+    sampled token is kept only when a completion after it still fits (with the end token);
+    otherwise the first token of the completion walk from here replaces it (or the end token,
+    where the text is complete). The walk's bound falls by one along it, so once the bound fits,
+    the output always ends complete (constraints.completion)."""
+    compiled = matcher.compiled
+    need = needed_tokens(compiled)
+    if need is None or tokens_left > need + BUDGET_WINDOW or matcher.is_terminated():
+        return token
+    if token in compiled.vocab.eos_ids:
+        return token  # the matcher checks it is allowed here
+    if matcher.accept_token(token):
+        after = completions(compiled).bound(matcher.state)
+        matcher.rollback(1)
+        if after is not None and after[0] + 1 <= tokens_left - 1:
+            return token
+    if matcher.is_completed():
+        return min(compiled.vocab.eos_ids)
+    here = completions(compiled).bound(matcher.state)
+    return token if here is None or here[1] is None else here[1]

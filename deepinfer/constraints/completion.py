@@ -1,0 +1,162 @@
+"""Short completions: how few tokens can surely still finish a constraint from a state.
+
+Owns the walk behind budget-aware decoding. From an automaton state it writes the first byte
+the automaton allows in a fixed preference order (bytes that close structures first, then short
+values), one single-byte token at a time, until the state accepts. The walk is made of real
+tokens, so its length bounds from above the tokens some completion needs; and it is a function of
+the state, so after its first token the walk from the next state is one token shorter. A caller
+that keeps `bound(state) < tokens left` therefore can always finish: when a sampled token would
+break it, the walk's first token (or the longest vocabulary token spelling the walk's start)
+keeps it. The walk uses only the automaton protocol (`next_state`, `is_accepting`), so it
+serves the regular DFA and the context-free back end alike (whose states compare by identity,
+which rules out a breadth-first search with a visited set: the walk needs none). Knows nothing
+about the engine or sampling.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import ConstraintError
+
+SPELL_BYTES = 32  # the widest token `spell` tries (whitespace runs aside, tokens are shorter)
+DISTANCE_CELLS = 8_000_000  # DFA states x 256 up to which exact distances are computed
+MAX_WALK = 4096  # bytes a walk may write before answering "unknown" (a constraint without an end)
+# Bytes that end structures first, then short values; other printable ASCII, then the rest.
+PREFERRED = b'"}],:01{[tfnulrse.-+aE'
+
+
+@dataclass
+class Walk:
+    """The completion written from one state."""
+
+    text: bytes           # the bytes written (b"" when the state accepts already)
+    first: int | None     # the first byte's token id (None when text is empty)
+
+    @property
+    def tokens(self) -> int:
+        return len(self.text)
+
+
+@dataclass
+class Completions:
+    """Completion walks of one compiled constraint (shared by its matchers)."""
+
+    automaton: object
+    byte_ids: list[int]                  # single-byte token ids, in preference order
+    by_text: dict = field(default_factory=dict)  # token bytes -> id (the vocabulary's text tokens)
+    max_len: int = 1                     # bytes in the longest token
+    dist: object = False                 # _distances: list per DFA state, None, or False (not made)
+
+    def walk(self, state, limit: int = MAX_WALK) -> Walk | None:
+        """The completion walk from `state`, or None when it is longer than `limit` bytes."""
+        automaton, text, first = self.automaton, bytearray(), None
+        dist = self._distances()
+        while not automaton.is_accepting(state):
+            if len(text) >= limit or (dist is not None and dist[state] < 0):
+                return None
+            for token in self.byte_ids:
+                nxt = automaton.next_state(state, token)
+                if nxt is not None and (dist is None or dist[nxt] == dist[state] - 1):
+                    break
+            else:
+                return None  # no single-byte token goes on (a vocabulary without byte tokens)
+            first = token if first is None else first
+            text += self.automaton.vocab.token_bytes[token]
+            state = nxt
+        return Walk(bytes(text), first)
+
+    def spell(self, text: bytes) -> list[int]:
+        """`text` in tokens, longest vocabulary token first (at most SPELL_BYTES bytes each);
+        every byte has a single-byte token, so this always spells the whole text."""
+        ids, i, widest = [], 0, min(self.max_len, SPELL_BYTES)
+        while i < len(text):
+            for size in range(min(widest, len(text) - i), 0, -1):
+                token = self.by_text.get(text[i:i + size])
+                if token is not None:
+                    ids.append(token)
+                    i += size
+                    break
+            else:
+                raise ValueError(f"byte {text[i]} has no token")
+        return ids
+
+    def bound(self, state) -> tuple[int, int | None] | None:
+        """(tokens that surely finish from `state`, the first of them) or None when unknown:
+        the walk spelled longest-token first. Spelling the walk's rest after its first token
+        takes one token less, so the bound falls by one along it."""
+        walk = self.walk(state)
+        if walk is None:
+            return None
+        ids = self.spell(walk.text)
+        return len(ids), (ids[0] if ids else None)
+
+
+
+    def _distances(self):
+        """A DFA back end's exact distances (single-byte tokens to an accepting state, -1: none)
+        per state, made on first use; None for other back ends or DFAs over DISTANCE_CELLS.
+        Why: a greedy walk can loop where the preferred byte never ends the text (`[a-z]+\\.`
+        writes "t" forever); the DFA's distances make its walk a shortest one."""
+        if self.dist is False:
+            dfa = getattr(self.automaton, "dfa", None)
+            trans = getattr(dfa, "trans", None)
+            self.dist = None
+            if isinstance(trans, np.ndarray) and trans.shape[0] * 256 <= DISTANCE_CELLS:
+                self.dist = _dfa_distances(trans, dfa.accepting, self._byte_values())
+        return self.dist
+
+    def _byte_values(self) -> np.ndarray:
+        return np.array([self.automaton.vocab.token_bytes[t][0] for t in self.byte_ids], dtype=np.int64)
+
+
+def _dfa_distances(trans: np.ndarray, accepting: np.ndarray, byte_values: np.ndarray) -> list[int]:
+    """Bytes to an accepting state per DFA state over `byte_values` edges (-1: none), by
+    relaxing all states at once until nothing changes (iterations = the longest distance)."""
+    step = trans[:, byte_values]                      # [S, B] next state per byte, -1 dead
+    dist = np.where(accepting, 0, np.iinfo(np.int64).max // 2).astype(np.int64)
+    while True:
+        through = np.where(step >= 0, dist[np.maximum(step, 0)] + 1, np.iinfo(np.int64).max // 2)
+        best = np.minimum(dist, through.min(axis=1))
+        if np.array_equal(best, dist):
+            break
+        dist = best
+    return np.where(dist >= np.iinfo(np.int64).max // 4, -1, dist).tolist()
+
+
+def completions(compiled) -> Completions:
+    """The Completions of a compiled constraint, made on first use and kept on it."""
+    found = compiled.completions
+    if found is None:
+        vocab = compiled.vocab
+        by_text: dict[bytes, int] = {}
+        for i, b in enumerate(vocab.token_bytes):
+            if b and i not in vocab.eos_ids:
+                by_text.setdefault(b, i)
+        singles = {b[0]: i for b, i in by_text.items() if len(b) == 1}
+        order = sorted(singles, key=lambda b: (PREFERRED.index(b) if b in PREFERRED else
+                                               len(PREFERRED) + (b if 0x20 < b < 0x7F else 256 + b)))
+        found = Completions(compiled.automaton, [singles[b] for b in order], by_text,
+                            max_len=max((len(b) for b in by_text), default=1))
+        compiled.completions = found
+    return found
+
+
+def needed_tokens(compiled) -> int | None:
+    """Tokens (the end token included) that surely finish the constraint from its start, or None
+    when the walk finds no end within MAX_WALK bytes; computed once per compiled constraint."""
+    if "needed_tokens" not in compiled.stats:
+        found = completions(compiled).bound(compiled.automaton.initial_state())
+        compiled.stats["needed_tokens"] = None if found is None else found[0] + 1
+    return compiled.stats["needed_tokens"]
+
+
+def check_budget(compiled, max_tokens: int) -> None:
+    """Refuse (ConstraintError) a max_tokens too small for the constraint's shortest output found."""
+    needed = needed_tokens(compiled)
+    if needed is not None and needed > max_tokens:
+        raise ConstraintError(f"max_tokens {max_tokens} cannot hold a complete output of this constraint: "
+                              f"the shortest one found takes {needed} tokens (end token included); "
+                              f"raise max_tokens to at least {needed}")
