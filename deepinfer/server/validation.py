@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 import jsonschema
 
+from deepinfer.constraints import ConstraintError, check_budget
 from deepinfer.errors import UserError
 from deepinfer.server.compile_pool import CompilePool, CompileTimeout
 from deepinfer.server.errors import APIError, bad_request
@@ -72,7 +73,9 @@ class ConstraintValidator:
         # Refused constraints, so that a client retrying a bad schema costs no second compile.
         self._refused: OrderedDict[tuple, str] = OrderedDict()
 
-    async def validate(self, spec: ConstraintSpec | None) -> None:
+    async def validate(self, spec: ConstraintSpec | None, max_tokens: int | None = None) -> None:
+        """Refuse (400) a constraint that does not compile, or whose shortest complete output found
+        does not fit `max_tokens` (None: not checked)."""
         if spec is None:
             return
         if self.compiler is None:
@@ -86,6 +89,15 @@ class ConstraintValidator:
         if refused is not None:
             self._remember(key, refused)
             raise bad_request(f"'{spec.source}': {refused}", param=spec.source, code="invalid_constraint")
+        if max_tokens is not None:
+            await asyncio.to_thread(self._check_budget, spec, max_tokens)
+
+    def _check_budget(self, spec: ConstraintSpec, max_tokens: int) -> None:
+        """Not remembered among the refusals: another request may give the same constraint more tokens."""
+        try:
+            check_budget(compile_spec(self.compiler, spec, self.json_whitespace), max_tokens)  # a cache hit
+        except ConstraintError as exc:
+            raise bad_request(f"'max_tokens': {exc}", param="max_tokens", code="invalid_request_parameter") from None
 
     def _check_and_compile(self, spec: ConstraintSpec) -> None:
         check_schema(spec)
