@@ -44,7 +44,8 @@ def bound_digits(numbers: Expr, limit: int) -> tuple[Expr, str | None]:
     if numbers == NUMBER_TEXT:  # the common cases, spelled out rather than through a product
         return bounded_number_text(limit), None
     if numbers == int_range(None, None):
-        return seq(optional(literal("-")), _integer(limit)), None
+        # int_range's form: no "-0"
+        return alt(literal("0"), seq(optional(literal("-")), NONZERO, repeat(DIGIT, 0, limit - 1))), None
     try:
         narrowed = dfa_ops.intersect(dfa_ops.expr_dfa(numbers), dfa_ops.expr_dfa(bounded_number_text(limit)))
     except dfa_ops.DfaOpError as exc:
