@@ -14,6 +14,7 @@ against a tokenizer's vocabulary into per-state token masks; a per-request
 
 from .automaton import TokenAutomaton
 from .completion import check_budget
+from .frontends.json.distinct import distinct_items
 from .compiler import GENERATION_JSON_OPTIONS, CompiledConstraint, GrammarCompiler
 from .regular.dfa import Limits
 from .errors import ConstraintError
@@ -22,7 +23,7 @@ from .vocab import Vocabulary
 
 __all__ = [
     "GENERATION_JSON_OPTIONS", "CompiledConstraint", "ConstraintError", "GrammarCompiler", "Limits", "Matcher",
-    "TokenAutomaton", "Vocabulary", "check_budget", "allocate_token_bitmask", "apply_token_bitmask_inplace",
+    "TokenAutomaton", "Vocabulary", "check_budget", "distinct_items", "allocate_token_bitmask", "apply_token_bitmask_inplace",
     "fill_next_token_bitmask",
 ]
 

@@ -5,7 +5,7 @@ the automaton allows in a fixed preference order (bytes that close structures fi
 values), one single-byte token at a time, until the state accepts. The walk is made of real
 tokens, so its length bounds from above the tokens some completion needs; and it is a function of
 the state, so after its first token the walk from the next state is one token shorter. A caller
-that keeps `bound(state) < tokens left` therefore can always finish: when a sampled token would
+that keeps `bound(state) <= tokens left` therefore can always finish: when a sampled token would
 break it, the walk's first token (or the longest vocabulary token spelling the walk's start)
 keeps it. The walk uses only the automaton protocol (`next_state`, `is_accepting`), so it
 serves the regular DFA and the context-free back end alike (whose states compare by identity,
@@ -145,11 +145,12 @@ def completions(compiled) -> Completions:
 
 
 def needed_tokens(compiled) -> int | None:
-    """Tokens (the end token included) that surely finish the constraint from its start, or None
-    when the walk finds no end within MAX_WALK bytes; computed once per compiled constraint."""
+    """Tokens that surely write a complete output of the constraint from its start (the end token
+    not counted: an output complete when max_tokens runs out is complete), or None when the walk
+    finds no end within MAX_WALK bytes; computed once per compiled constraint."""
     if "needed_tokens" not in compiled.stats:
         found = completions(compiled).bound(compiled.automaton.initial_state())
-        compiled.stats["needed_tokens"] = None if found is None else found[0] + 1
+        compiled.stats["needed_tokens"] = None if found is None else found[0]
     return compiled.stats["needed_tokens"]
 
 
@@ -158,5 +159,5 @@ def check_budget(compiled, max_tokens: int) -> None:
     needed = needed_tokens(compiled)
     if needed is not None and needed > max_tokens:
         raise ConstraintError(f"max_tokens {max_tokens} cannot hold a complete output of this constraint: "
-                              f"the shortest one found takes {needed} tokens (end token included); "
+                              f"the shortest one found takes {needed} tokens; "
                               f"raise max_tokens to at least {needed}")

@@ -95,10 +95,11 @@ def fit_budget(matcher, token: int, tokens_left: int) -> int:
     """`token`, or a token that keeps a complete output within `tokens_left` (this one included).
 
     Once the tokens left come within BUDGET_WINDOW of the constraint's need from its start, a
-    sampled token is kept only when a completion after it still fits (with the end token);
+    sampled token is kept only when a completion after it still fits in the tokens left after it;
     otherwise the first token of the completion walk from here replaces it (or the end token,
     where the text is complete). The walk's bound falls by one along it, so once the bound fits,
-    the output always ends complete (constraints.completion)."""
+    the output always ends complete: by the end token, or complete when max_tokens runs out
+    (constraints.completion)."""
     compiled = matcher.compiled
     need = needed_tokens(compiled)
     if need is None or tokens_left > need + BUDGET_WINDOW or matcher.is_terminated():
@@ -108,7 +109,7 @@ def fit_budget(matcher, token: int, tokens_left: int) -> int:
     if matcher.accept_token(token):
         after = completions(compiled).bound(matcher.state)
         matcher.rollback(1)
-        if after is not None and after[0] + 1 <= tokens_left - 1:
+        if after is not None and after[0] <= tokens_left - 1:
             return token
     if matcher.is_completed():
         return min(compiled.vocab.eos_ids)

@@ -1,6 +1,7 @@
 """Constrained outputs that finish within max_tokens: a tiny random model writes JSON and regex
-outputs under budgets just above what the constraint needs; every output ends with the end token
-(finish_reason "stop") and validates (jsonschema / re.fullmatch); a budget below the need is
+outputs under budgets from exactly what the constraint needs upwards; every output is complete and
+validates (jsonschema / re.fullmatch), ended by the end token (finish_reason "stop") or, complete,
+by max_tokens itself ("length" only with exactly max_tokens tokens); a budget below the need is
 refused before generation."""
 
 import json
@@ -22,6 +23,12 @@ SCHEMA = {"type": "object", "properties": {
     "required": ["name", "items"]}
 
 
+def assert_complete_finish(out, max_tokens: int) -> None:
+    assert len(out.token_ids) <= max_tokens
+    assert out.finish_reason == FinishReason.STOP or (
+        out.finish_reason == FinishReason.LENGTH and len(out.token_ids) == max_tokens), (max_tokens, out)
+
+
 def test_json_outputs_finish_complete_within_tight_budgets(make_llm):
     llm = make_llm()
     compiled = llm.engine.compiler.compile_json_schema(SCHEMA)
@@ -32,8 +39,7 @@ def test_json_outputs_finish_complete_within_tight_budgets(make_llm):
               for b in budgets for s in range(3)]
     outs = llm.generate(["x"] * len(params), params)
     for out, p in zip(outs, params):
-        assert out.finish_reason == FinishReason.STOP, (p.max_tokens, out.text)
-        assert len(out.token_ids) <= p.max_tokens
+        assert_complete_finish(out, p.max_tokens)
         jsonschema.validate(json.loads(out.text), SCHEMA)
 
 
@@ -44,8 +50,8 @@ def test_regex_outputs_finish_complete(make_llm):
     need = needed_tokens(compiled)
     outs = llm.generate(["w"] * 4, [SamplingParams(regex=pattern, temperature=2.0, seed=s, max_tokens=need + s)
                                     for s in range(4)])
-    for out in outs:
-        assert out.finish_reason == FinishReason.STOP, out.text
+    for s, out in enumerate(outs):
+        assert_complete_finish(out, need + s)
         assert re.fullmatch(pattern, out.text), out.text
 
 
