@@ -13,7 +13,7 @@ against a tokenizer's vocabulary into per-state token masks; a per-request
 """
 
 from .automaton import TokenAutomaton
-from .completion import check_budget
+from .completion import check_budget, needed_tokens
 from .frontends.json.distinct import distinct_items
 from .compiler import GENERATION_JSON_OPTIONS, CompiledConstraint, GrammarCompiler
 from .regular.dfa import Limits
@@ -23,7 +23,7 @@ from .vocab import Vocabulary
 
 __all__ = [
     "GENERATION_JSON_OPTIONS", "CompiledConstraint", "ConstraintError", "GrammarCompiler", "Limits", "Matcher",
-    "TokenAutomaton", "Vocabulary", "check_budget", "distinct_items", "allocate_token_bitmask", "apply_token_bitmask_inplace",
+    "TokenAutomaton", "Vocabulary", "check_budget", "distinct_items", "needed_tokens", "allocate_token_bitmask", "apply_token_bitmask_inplace",
     "fill_next_token_bitmask",
 ]
 

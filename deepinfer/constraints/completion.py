@@ -24,8 +24,11 @@ from .errors import ConstraintError
 SPELL_BYTES = 32  # the widest token `spell` tries (whitespace runs aside, tokens are shorter)
 DISTANCE_CELLS = 8_000_000  # DFA states x 256 up to which exact distances are computed
 MAX_WALK = 4096  # bytes a walk may write before answering "unknown" (a constraint without an end)
-# Bytes that end structures first, then short values; other printable ASCII, then the rest.
-PREFERRED = b'"}],:01{[tfnulrse.-+aE'
+# The walks' byte preferences, each then the other printable ASCII, then the rest: strings
+# closed first (`"` before all), and structures closed first (`{}` rather than `{"":""}` where
+# members are optional). The bound is the shorter walk: each falls by one along its own first
+# token, so their minimum does too.
+POLICIES = (b'"}],:01{[tfnulrse.-+aE', b'}]",:01{[tfnulrse.-+aE')
 
 
 @dataclass
@@ -45,19 +48,31 @@ class Completions:
     """Completion walks of one compiled constraint (shared by its matchers)."""
 
     automaton: object
-    byte_ids: list[int]                  # single-byte token ids, in preference order
+    orders: list[list[int]]              # per policy: single-byte token ids, in preference order
     by_text: dict = field(default_factory=dict)  # token bytes -> id (the vocabulary's text tokens)
     max_len: int = 1                     # bytes in the longest token
     dist: object = False                 # _distances: list per DFA state, None, or False (not made)
 
     def walk(self, state, limit: int = MAX_WALK) -> Walk | None:
-        """The completion walk from `state`, or None when it is longer than `limit` bytes."""
+        """The shortest of the policies' walks from `state`, or None when none is within `limit`
+        bytes (a later policy walks only as far as the best one so far)."""
+        best = None
+        for order in self.orders:
+            found = self._walk(state, order, limit if best is None else len(best.text) - 1)
+            if found is not None:
+                best = found
+                if not found.text:
+                    break
+        return best
+
+    def _walk(self, state, order: list[int], limit: int) -> Walk | None:
+        """One policy's walk from `state`, or None when it is longer than `limit` bytes."""
         automaton, text, first = self.automaton, bytearray(), None
         dist = self._distances()
         while not automaton.is_accepting(state):
             if len(text) >= limit or (dist is not None and dist[state] < 0):
                 return None
-            for token in self.byte_ids:
+            for token in order:
                 nxt = automaton.next_state(state, token)
                 if nxt is not None and (dist is None or dist[nxt] == dist[state] - 1):
                     break
@@ -109,7 +124,7 @@ class Completions:
         return self.dist
 
     def _byte_values(self) -> np.ndarray:
-        return np.array([self.automaton.vocab.token_bytes[t][0] for t in self.byte_ids], dtype=np.int64)
+        return np.array([self.automaton.vocab.token_bytes[t][0] for t in self.orders[0]], dtype=np.int64)
 
 
 def _dfa_distances(trans: np.ndarray, accepting: np.ndarray, byte_values: np.ndarray) -> list[int]:
@@ -136,9 +151,8 @@ def completions(compiled) -> Completions:
             if b and i not in vocab.eos_ids:
                 by_text.setdefault(b, i)
         singles = {b[0]: i for b, i in by_text.items() if len(b) == 1}
-        order = sorted(singles, key=lambda b: (PREFERRED.index(b) if b in PREFERRED else
-                                               len(PREFERRED) + (b if 0x20 < b < 0x7F else 256 + b)))
-        found = Completions(compiled.automaton, [singles[b] for b in order], by_text,
+        orders = [[singles[b] for b in sorted(singles, key=lambda b, p=policy: _rank(p, b))] for policy in POLICIES]
+        found = Completions(compiled.automaton, orders, by_text,
                             max_len=max((len(b) for b in by_text), default=1))
         compiled.completions = found
     return found
@@ -161,3 +175,7 @@ def check_budget(compiled, max_tokens: int) -> None:
         raise ConstraintError(f"max_tokens {max_tokens} cannot hold a complete output of this constraint: "
                               f"the shortest one found takes {needed} tokens; "
                               f"raise max_tokens to at least {needed}")
+
+
+def _rank(policy: bytes, b: int) -> int:
+    return policy.index(b) if b in policy else len(policy) + (b if 0x20 < b < 0x7F else 256 + b)
