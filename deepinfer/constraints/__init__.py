@@ -14,8 +14,7 @@ against a tokenizer's vocabulary into per-state token masks; a per-request
 
 from .automaton import TokenAutomaton
 from .completion import check_budget, needed_tokens
-from .frontends.json.distinct import distinct_items
-from .compiler import GENERATION_JSON_OPTIONS, CompiledConstraint, GrammarCompiler
+from .compiler import GENERATION_JSON_OPTIONS, CompiledConstraint, GrammarCompiler, distinct_items
 from .regular.dfa import Limits
 from .errors import ConstraintError
 from .matcher import Matcher, fill_next_token_bitmask

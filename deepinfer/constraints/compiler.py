@@ -23,6 +23,7 @@ from .automaton import TokenAutomaton
 from .backends import build_automaton, build_schema
 from .errors import ConstraintError
 from .frontends.ebnf import lower_grammar
+from .frontends.json.distinct import distinct_items  # noqa: F401 - re-exported by the package
 from .frontends.json.lowered import lower_for_compiler
 from .frontends.json.schema import pydantic_schema
 from .frontends.regex import lower_regex
