@@ -23,12 +23,14 @@ from .errors import ConstraintError
 
 SPELL_BYTES = 32  # the widest token `spell` tries (whitespace runs aside, tokens are shorter)
 DISTANCE_CELLS = 8_000_000  # DFA states x 256 up to which exact distances are computed
-MAX_WALK = 4096  # bytes a walk may write before answering "unknown" (a constraint without an end)
+MAX_WALK = 2048  # bytes a walk may write before answering "unknown" (a constraint without an end)
 # The walks' byte preferences, each then the other printable ASCII, then the rest: strings
 # closed first (`"` before all), and structures closed first (`{}` rather than `{"":""}` where
 # members are optional). The bound is the shorter walk: each falls by one along its own first
 # token, so their minimum does too.
-POLICIES = (b'"}],:01{[tfnulrse.-+aE', b'}]",:01{[tfnulrse.-+aE')
+# `@` and `.` early end free-form parts of formats (an email's local part, a host name's labels).
+POLICIES = (b'"}],:@.01{[tfnulrse-+aE', b'}]",:@.01{[tfnulrse-+aE')
+RUN = 32  # after this many identical bytes in a row, a walk's next byte is another one (a loop breaks)
 
 
 @dataclass
@@ -69,17 +71,22 @@ class Completions:
         """One policy's walk from `state`, or None when it is longer than `limit` bytes."""
         automaton, text, first = self.automaton, bytearray(), None
         dist = self._distances()
+        run = 0  # how many times the last byte was written in a row
         while not automaton.is_accepting(state):
             if len(text) >= limit or (dist is not None and dist[state] < 0):
                 return None
             for token in order:
+                if run >= RUN and dist is None and self.automaton.vocab.token_bytes[token][0] == text[-1]:
+                    continue
                 nxt = automaton.next_state(state, token)
                 if nxt is not None and (dist is None or dist[nxt] == dist[state] - 1):
                     break
             else:
                 return None  # no single-byte token goes on (a vocabulary without byte tokens)
             first = token if first is None else first
-            text += self.automaton.vocab.token_bytes[token]
+            byte = self.automaton.vocab.token_bytes[token][0]
+            run = run + 1 if text and text[-1] == byte else 1
+            text.append(byte)
             state = nxt
         return Walk(bytes(text), first)
 

@@ -112,6 +112,7 @@ def fit_budget(matcher, token: int, tokens_left: int) -> int:
         if after is not None and after[0] <= tokens_left - 1:
             return token
     if matcher.is_completed():
-        return min(compiled.vocab.eos_ids)
+        end = min(compiled.vocab.eos_ids)
+        return end if allows(matcher, end) else token
     here = completions(compiled).bound(matcher.state)
-    return token if here is None or here[1] is None else here[1]
+    return here[1] if here is not None and here[1] is not None and allows(matcher, here[1]) else token
