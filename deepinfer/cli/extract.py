@@ -5,9 +5,9 @@ stdin, or JSONL files of records (one input per line: the record's text field,
 a JSON string, or else the record itself). All inputs run batched through the
 engine (`LLM.chat` with a JSON Schema constraint); each output is parsed and
 validated with `jsonschema` and written as one JSONL line, in input order.
-Outputs end complete within --max-tokens (the engine closes them in time), and
-array items are kept distinct unless --allow-repeats, so a model cannot loop on one
-item. An input whose output cannot be completed is reported on stderr, and the exit
+Outputs end complete within --max-tokens (the engine closes them in time), so a
+model that loops on an array item still gives a complete, valid object; with
+--distinct-items array items are kept distinct. An input whose output cannot be completed is reported on stderr, and the exit
 status is 1; a bad schema or input, or a --max-tokens too small for any complete
 output, is status 2.
 """
@@ -47,9 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='write {"input": LABEL, "output": OBJECT} (or "error") lines instead of bare objects')
     parser.add_argument("--max-tokens", type=int, default=512,
                         help="most tokens per output (default 512); outputs are closed in time to end complete")
-    parser.add_argument("--allow-repeats", action="store_true",
-                        help="allow an array to hold the same item twice (default: array items are kept "
-                             "distinct, so a model cannot loop on one item)")
+    parser.add_argument("--distinct-items", action="store_true",
+                        help="keep array items distinct, so a model cannot loop on one item (an item "
+                             "that can only end as a copy of an earlier one ends the output with an error)")
     parser.add_argument("--batch-size", type=int, default=16, help="inputs per engine batch (default 16)")
     parser.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0)")
     parser.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
@@ -127,7 +127,7 @@ def check_output(output, schema_validator, max_tokens: int):
         return None, error
     if reason == "length" and not _validates(output.text, schema_validator):
         return None, (f"output cut off at --max-tokens {max_tokens} before the JSON was complete; raise "
-                      "--max-tokens, and keep array items distinct (leave out --allow-repeats) if the model loops")
+                      "--max-tokens, or add --distinct-items if the model loops on an array item")
     try:
         value = json.loads(output.text)
     except json.JSONDecodeError as exc:
@@ -156,8 +156,8 @@ def _bar_size() -> dict:
 
 
 def _constraint(llm, schema, args) -> dict:
-    """The schema the outputs are generated under: with distinct array items unless
-    --allow-repeats (stricter than `schema`, so outputs still validate against it); compiled now,
+    """The schema the outputs are generated under: with distinct array items under
+    --distinct-items (stricter than `schema`, so outputs still validate against it); compiled now,
     so that a schema the compiler cannot enforce or a --max-tokens too small is status 2."""
     from deepinfer.constraints import ConstraintError, check_budget, distinct_items
 
@@ -165,7 +165,7 @@ def _constraint(llm, schema, args) -> dict:
     compiler = llm.engine.compiler
     compiled = compiler.compile_json_schema(schema, **ws)  # fail fast on a schema we cannot enforce
     constraint = schema
-    if not args.allow_repeats and isinstance(schema, dict):
+    if args.distinct_items and isinstance(schema, dict):
         try:
             compiled, constraint = compiler.compile_json_schema(distinct_items(schema), **ws), distinct_items(schema)
         except ConstraintError as exc:  # e.g. distinct items the compiler cannot track: repeats allowed
