@@ -3,11 +3,10 @@
 Owns the walk behind budget-aware decoding. From an automaton state it writes the first byte
 the automaton allows in a fixed preference order (bytes that close structures first, then short
 values), one single-byte token at a time, until the state accepts. The walk is made of real
-tokens, so its length bounds from above the tokens some completion needs; and it is a function of
-the state, so after its first token the walk from the next state is one token shorter. A caller
-that keeps `bound(state) <= tokens left` therefore can always finish: when a sampled token would
-break it, the walk's first token (or the longest vocabulary token spelling the walk's start)
-keeps it. The walk uses only the automaton protocol (`next_state`, `is_accepting`), so it
+tokens, so its length (spelled in the longest vocabulary tokens) bounds from above the tokens some
+completion needs. A caller that keeps `bound(state) <= tokens left` can always finish: when a
+sampled token would break it, it writes the walk's text, one spelled token per step (the rest of a
+text known to complete takes one token less at each step; engine/guided.py remembers it). The walk uses only the automaton protocol (`next_state`, `is_accepting`), so it
 serves the regular DFA and the context-free back end alike (whose states compare by identity,
 which rules out a breadth-first search with a visited set: the walk needs none). Knows nothing
 about the engine or sampling.
