@@ -63,11 +63,13 @@ def report(compiled, label: str, seconds: float, unknown: list[str] = ()) -> dic
 
 
 def run(args: argparse.Namespace) -> int:
-    from deepinfer.constraints import GrammarCompiler, Vocabulary
+    from deepinfer.constraints import GENERATION_JSON_OPTIONS, GrammarCompiler, Vocabulary
     from deepinfer.model.hub import resolve_model
 
     vocab = Vocabulary.from_pretrained(resolve_model(args.model))
-    compiled, label, seconds, unknown = compile_from_args(args, GrammarCompiler(vocab))
+    # what generation compiles (the engine's options), so the verdict is the server's
+    compiler = GrammarCompiler(vocab, json_options=GENERATION_JSON_OPTIONS)
+    compiled, label, seconds, unknown = compile_from_args(args, compiler)
     info = report(compiled, label, seconds, unknown)
     if args.json:
         json.dump(info, sys.stdout, indent=2)

@@ -5,8 +5,11 @@ stdin, or JSONL files of records (one input per line: the record's text field,
 a JSON string, or else the record itself). All inputs run batched through the
 engine (`LLM.chat` with a JSON Schema constraint); each output is parsed and
 validated with `jsonschema` and written as one JSONL line, in input order.
-An input whose output cannot be completed (e.g. out of tokens) is reported
-on stderr, and the exit status is 1; a bad schema or input is status 2.
+Outputs end complete within --max-tokens (the engine closes them in time), so a
+model that loops on an array item still gives a complete, valid object; with
+--distinct-items array items are kept distinct. An input whose output cannot be completed is reported on stderr, and the exit
+status is 1; a bad schema or input, or a --max-tokens too small for any complete
+output, is status 2.
 """
 
 from __future__ import annotations
@@ -42,7 +45,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--text-field", default="text", help="field holding the text in JSONL records")
     parser.add_argument("--with-input", action="store_true",
                         help='write {"input": LABEL, "output": OBJECT} (or "error") lines instead of bare objects')
-    parser.add_argument("--max-tokens", type=int, default=512, help="most tokens per output (default 512)")
+    parser.add_argument("--max-tokens", type=int, default=512,
+                        help="most tokens per output (default 512); outputs are closed in time to end complete")
+    parser.add_argument("--distinct-items", action="store_true",
+                        help="keep array items distinct, so a model cannot loop on one item (an item "
+                             "that can only end as a copy of an earlier one ends the output with an error)")
     parser.add_argument("--batch-size", type=int, default=16, help="inputs per engine batch (default 16)")
     parser.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0)")
     parser.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
@@ -114,9 +121,13 @@ def check_output(output, schema_validator, max_tokens: int):
     """(object, None) for a valid output, else (None, reason)."""
     reason = str(getattr(output.finish_reason, "value", output.finish_reason))
     if reason == "error":
-        return None, output.outputs[0].error or "generation failed"
-    if reason == "length":
-        return None, f"output cut off at --max-tokens {max_tokens}; raise it"
+        error = output.outputs[0].error or "generation failed"
+        if "max_tokens" in error:
+            return None, f"{error} (--max-tokens {max_tokens})"
+        return None, error
+    if reason == "length" and not _validates(output.text, schema_validator):
+        return None, (f"output cut off at --max-tokens {max_tokens} before the JSON was complete; raise "
+                      "--max-tokens, or add --distinct-items if the model loops on an array item")
     try:
         value = json.loads(output.text)
     except json.JSONDecodeError as exc:
@@ -127,6 +138,14 @@ def check_output(output, schema_validator, max_tokens: int):
     return value, None
 
 
+def _validates(text: str, validator) -> bool:
+    """A constrained output that used up --max-tokens is still complete when it validates."""
+    try:
+        return validator.is_valid(json.loads(text))
+    except json.JSONDecodeError:
+        return False
+
+
 def _bar_size() -> dict:
     """tqdm sizes the bar to the terminal, but draws nothing on one reporting 0x0 (a fresh pty)."""
     try:
@@ -134,6 +153,28 @@ def _bar_size() -> dict:
     except (OSError, ValueError):
         return {}
     return {} if size.columns > 0 and size.lines > 0 else {"ncols": 80, "nrows": 24}
+
+
+def _constraint(llm, schema, args) -> dict:
+    """The schema the outputs are generated under: with distinct array items under
+    --distinct-items (stricter than `schema`, so outputs still validate against it); compiled now,
+    so that a schema the compiler cannot enforce or a --max-tokens too small is status 2."""
+    from deepinfer.constraints import ConstraintError, check_budget, distinct_items
+
+    ws = {} if args.json_whitespace is None else {"whitespace": args.json_whitespace}
+    compiler = llm.engine.compiler
+    compiled = compiler.compile_json_schema(schema, **ws)  # fail fast on a schema we cannot enforce
+    constraint = schema
+    if args.distinct_items and isinstance(schema, dict):
+        try:
+            compiled, constraint = compiler.compile_json_schema(distinct_items(schema), **ws), distinct_items(schema)
+        except ConstraintError as exc:  # e.g. distinct items the compiler cannot track: repeats allowed
+            print(f"deepinfer: array items may repeat ({exc})", file=sys.stderr)
+    try:
+        check_budget(compiled, args.max_tokens)
+    except ConstraintError as exc:
+        raise UserError(f"--max-tokens {args.max_tokens}: {exc}") from None
+    return constraint
 
 
 def run(args: argparse.Namespace) -> int:
@@ -151,9 +192,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--schema {args.schema}: not a valid JSON Schema: {exc.message}") from None
     items = read_inputs(args.inputs, args.jsonl, args.text_field)
     llm = LLM(args.model, dtype=args.dtype, quantization=args.quantization)
-    ws = {} if args.json_whitespace is None else {"whitespace": args.json_whitespace}
-    llm.engine.compiler.compile_json_schema(schema, **ws)  # fail fast (status 2) on a schema we cannot enforce
-    params = SamplingParams(json_schema=schema, max_tokens=args.max_tokens, temperature=args.temperature,
+    constraint = _constraint(llm, schema, args)
+    params = SamplingParams(json_schema=constraint, max_tokens=args.max_tokens, temperature=args.temperature,
                             seed=args.seed, json_whitespace=args.json_whitespace)
     out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
     failures = 0

@@ -13,15 +13,16 @@ against a tokenizer's vocabulary into per-state token masks; a per-request
 """
 
 from .automaton import TokenAutomaton
-from .compiler import CompiledConstraint, GrammarCompiler
+from .completion import check_budget, needed_tokens
+from .compiler import GENERATION_JSON_OPTIONS, CompiledConstraint, GrammarCompiler, distinct_items
 from .regular.dfa import Limits
 from .errors import ConstraintError
 from .matcher import Matcher, fill_next_token_bitmask
 from .vocab import Vocabulary
 
 __all__ = [
-    "CompiledConstraint", "ConstraintError", "GrammarCompiler", "Limits", "Matcher",
-    "TokenAutomaton", "Vocabulary", "allocate_token_bitmask", "apply_token_bitmask_inplace",
+    "GENERATION_JSON_OPTIONS", "CompiledConstraint", "ConstraintError", "GrammarCompiler", "Limits", "Matcher",
+    "TokenAutomaton", "Vocabulary", "check_budget", "distinct_items", "needed_tokens", "allocate_token_bitmask", "apply_token_bitmask_inplace",
     "fill_next_token_bitmask",
 ]
 

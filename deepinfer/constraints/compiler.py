@@ -23,6 +23,7 @@ from .automaton import TokenAutomaton
 from .backends import build_automaton, build_schema
 from .errors import ConstraintError
 from .frontends.ebnf import lower_grammar
+from .frontends.json.distinct import distinct_items  # noqa: F401 - re-exported by the package
 from .frontends.json.lowered import lower_for_compiler
 from .frontends.json.schema import pydantic_schema
 from .frontends.regex import lower_regex
@@ -36,6 +37,13 @@ WARM_SHARE = 1.0      # ... of up to this share of their compile time
 WARM_MAX_S = 2.0      # ... and never longer than this (a schema's whole budget is often ~30 s)
 WARM_MIN_LEXEMES = 24  # ... and so are context-free grammars with more lexemes, however fast
 
+# JSON Schema options for generation (the engine's compiler, hence the server, the LLM API and the
+# CLI): an unknown `format` is refused rather than read as an annotation, and numbers hold at most
+# 17 integer and 17 fraction digits (a run of digits cannot fill the token budget). A bare
+# GrammarCompiler keeps JSON Schema's own reading (unbounded numbers, unknown formats as
+# annotations): what MaskBench measures and benchmarks/mask_hash.py fingerprints.
+GENERATION_JSON_OPTIONS = {"unknown_formats": "refuse", "number_digits": 17}
+
 
 @dataclass
 class CompiledConstraint:
@@ -46,6 +54,7 @@ class CompiledConstraint:
     automaton: TokenAutomaton
     vocab: Vocabulary
     stats: dict[str, Any] = field(default_factory=dict)
+    completions: Any = field(default=None, repr=False)  # completion.Completions, made on first use
 
     def precompute_masks(self, budget_s: float = 0.05) -> None:
         """Spend up to `budget_s` computing masks ahead of use (no-op for back
@@ -65,14 +74,16 @@ class GrammarCompiler:
 
     def __init__(self, vocab: Vocabulary, *, limits: Limits | None = None,
                  cache_size: int = 256, warm_share: float = WARM_SHARE,
-                 warm_after_s: float = WARM_AFTER_S) -> None:
-        """warm_share, warm_after_s: a compile that took over `warm_after_s` seconds, or of a
+                 warm_after_s: float = WARM_AFTER_S, json_options: dict | None = None) -> None:
+        """json_options: defaults for every compile_json_schema call (a call's own options win),
+        e.g. GENERATION_JSON_OPTIONS. warm_share, warm_after_s: a compile that took over `warm_after_s` seconds, or of a
         context-free grammar of over WARM_MIN_LEXEMES lexemes, then spends up to `warm_share`
         times as long (at most WARM_MAX_S) on `precompute_masks`; 0 turns it off."""
         self.vocab = vocab
         self.limits = limits or Limits()
         self.cache_size = cache_size
         self.warm_share, self.warm_after_s = warm_share, warm_after_s
+        self.json_options = dict(json_options or {})
         self._cache: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
 
@@ -122,7 +133,9 @@ class GrammarCompiler:
 
     def compile_json_schema(self, schema, **options) -> CompiledConstraint:
         """JSON Schema (dict, JSON text or Pydantic model class); options go to the
-        front end (`whitespace=...`, `strict=...`)."""
+        front end (`whitespace=...`, `strict=...`, `unknown_formats=...`, `number_digits=...`),
+        over the compiler's `json_options`."""
+        options = {**self.json_options, **options}
         opts = tuple(sorted((k, repr(v)) for k, v in options.items()))
         return self._cached(("json_schema", _schema_key(schema), opts),
                             lambda: self._compile_schema(schema, options))

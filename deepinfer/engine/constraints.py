@@ -11,7 +11,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from deepinfer.constraints import GrammarCompiler, Vocabulary
+from deepinfer.constraints import GENERATION_JSON_OPTIONS, GrammarCompiler, Vocabulary, check_budget
 from deepinfer.types import SamplingParams
 
 
@@ -33,13 +33,20 @@ class ConstraintService:
             if self._compiler is None:
                 vocab = Vocabulary.from_tokenizer(self._tokenizer.backend, vocab_size=self._vocab_size,
                                                   eos_ids=self._tokenizer.eos_token_ids)
-                self._compiler = GrammarCompiler(vocab)
+                self._compiler = GrammarCompiler(vocab, json_options=GENERATION_JSON_OPTIONS)
             return self._compiler
 
     def submit(self, params: SamplingParams) -> Future:
         return self._pool.submit(self._compile, params)
 
     def _compile(self, params: SamplingParams):
+        """The request's compiled constraint; a max_tokens too small for any complete output is
+        refused like a bad constraint (ConstraintError), before generation."""
+        compiled = self._compile_constraint(params)
+        check_budget(compiled, params.max_tokens)
+        return compiled
+
+    def _compile_constraint(self, params: SamplingParams):
         start = time.perf_counter()
         try:
             kind, spec = params.constraint

@@ -10,9 +10,12 @@ Knows nothing about sequences, drafts or sampling: each function takes the match
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from deepinfer.constraints import Matcher
+from deepinfer.constraints.completion import completions, needed_tokens
 
 
 def start(compiled) -> Matcher:
@@ -85,3 +88,53 @@ def is_complete(matcher) -> bool:
 def is_finished(matcher) -> bool:
     """An end token was advanced: nothing more may follow."""
     return matcher.is_terminated()
+
+
+BUDGET_WINDOW = 64  # sampled tokens are checked once the tokens left are within this of the need
+# matcher -> (depth, text): the rest of the closing being written, while the engine follows it
+_plans: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def fit_budget(matcher, token: int, tokens_left: int) -> int:
+    """`token`, or a token that keeps a complete output within `tokens_left` (this one included).
+
+    Once the tokens left come within BUDGET_WINDOW of the constraint's need from its start, a
+    sampled token is kept only when a completion after it still fits in the tokens left after it
+    (constraints.completion's bound); otherwise the engine writes a closing: the completion walk
+    from here, spelled longest token first, one token per step (or the end token, where the text
+    is complete). Its rest is remembered, so each step of it takes one token of a text known to
+    complete: once the bound fits, the output always ends complete, by the end token or complete
+    when max_tokens runs out."""
+    compiled = matcher.compiled
+    need = needed_tokens(compiled)
+    if need is None or tokens_left > need + BUDGET_WINDOW or matcher.is_terminated():
+        return token
+    if token in compiled.vocab.eos_ids:
+        return token  # the matcher checks it is allowed here
+    if matcher.accept_token(token):
+        after = completions(compiled).bound(matcher.state)
+        matcher.rollback(1)
+        if after is not None and after[0] <= tokens_left - 1:
+            _plans.pop(matcher, None)
+            return token
+    if matcher.is_completed():
+        end = min(compiled.vocab.eos_ids)
+        return end if allows(matcher, end) else token
+    return _closing_token(matcher, token)
+
+
+def _closing_token(matcher, token: int) -> int:
+    """The next token of the closing being written (a new one from the walk if none is)."""
+    comp = completions(matcher.compiled)
+    plan = _plans.get(matcher)
+    text = plan[1] if plan is not None and plan[0] == matcher.num_accepted else None
+    if text is None:
+        walk = comp.walk(matcher.state)
+        if walk is None:
+            return token
+        text = walk.text
+    ids = comp.spell(text)
+    if not ids or not allows(matcher, ids[0]):
+        return token
+    _plans[matcher] = (matcher.num_accepted + 1, text[len(vocabulary(matcher).token_bytes[ids[0]]):])
+    return ids[0]

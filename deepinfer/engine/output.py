@@ -22,6 +22,8 @@ def append_token(seq: Sequence, token: int, logprob: TokenLogprob | None, eos_id
 
     accepted: the caller already advanced the matcher with it (jump-forward)."""
     request, params = seq.request, seq.params
+    if seq.matcher is not None and not accepted:  # a complete output within max_tokens (guided.py)
+        token = guided.fit_budget(seq.matcher, token, params.max_tokens - len(seq.output_token_ids))
     seq.output_token_ids.append(token)
     if logprob is not None:
         seq.logprobs.append(logprob)

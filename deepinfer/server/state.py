@@ -74,7 +74,8 @@ async def admitted_job(request: Request, body_model: type[BaseModel], make_job) 
     req = await asyncio.to_thread(parse_body, raw, body_model)
     job = await asyncio.to_thread(make_job, req, state.tokenizer, state.config)
     check_with_engine(state, job, _PROMPT_FIELDS.get(request.url.path, "messages"))
-    await state.validator.validate(job.constraint)
+    # a reasoning-aware job's thinking shares max_tokens with the answer: no need can be stated
+    await state.validator.validate(job.constraint, None if job.reasoning_aware else job.params.max_tokens)
     return state, req, job
 
 

@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 import jsonschema
 
+from deepinfer.constraints import needed_tokens
 from deepinfer.errors import UserError
 from deepinfer.server.compile_pool import CompilePool, CompileTimeout
 from deepinfer.server.errors import APIError, bad_request
@@ -72,7 +73,9 @@ class ConstraintValidator:
         # Refused constraints, so that a client retrying a bad schema costs no second compile.
         self._refused: OrderedDict[tuple, str] = OrderedDict()
 
-    async def validate(self, spec: ConstraintSpec | None) -> None:
+    async def validate(self, spec: ConstraintSpec | None, max_tokens: int | None = None) -> None:
+        """Refuse (400) a constraint that does not compile, or whose shortest complete output found
+        does not fit `max_tokens` (None: not checked)."""
         if spec is None:
             return
         if self.compiler is None:
@@ -80,23 +83,30 @@ class ConstraintValidator:
                               "constraint cannot be enforced", param=spec.source, code="constraint_unsupported")
         # Printing a large schema or grammar is work too: off the loop like the compile.
         key = (spec.kind, spec.syntax, await asyncio.to_thread(refusal_key, spec))
-        refused = self._refused.get(key)
+        refused, need = self._refused.get(key), None
         if refused is None:
-            refused = await self._compile(key, spec)
+            refused, need = await self._compile(key, spec)
         if refused is not None:
             self._remember(key, refused)
             raise bad_request(f"'{spec.source}': {refused}", param=spec.source, code="invalid_constraint")
+        if max_tokens is not None and need is not None and need > max_tokens:
+            # not remembered among the refusals: another request may give it more tokens
+            raise bad_request(f"'max_tokens': max_tokens {max_tokens} cannot hold a complete output of this "
+                              f"constraint: the shortest one found takes {need} tokens; raise max_tokens to "
+                              f"at least {need}", param="max_tokens", code="invalid_request_parameter")
 
-    def _check_and_compile(self, spec: ConstraintSpec) -> None:
+    def _check_and_compile(self, spec: ConstraintSpec) -> int | None:
+        """The tokens a complete output needs (constraints.needed_tokens), in the compile thread."""
         check_schema(spec)
-        compile_spec(self.compiler, spec, self.json_whitespace)
+        return needed_tokens(compile_spec(self.compiler, spec, self.json_whitespace))
 
-    async def _compile(self, key: tuple, spec: ConstraintSpec) -> str | None:
-        """None if the constraint compiles, else the reason it does not."""
+    async def _compile(self, key: tuple, spec: ConstraintSpec) -> tuple[str | None, int | None]:
+        """(None, the tokens a complete output needs) if the constraint compiles, else (the reason
+        it does not, None)."""
         start = time.perf_counter()
-        problem = None
+        problem, need = None, None
         try:
-            await self.pool.run(key, lambda: self._check_and_compile(spec), self.timeout_s)
+            need = await self.pool.run(key, lambda: self._check_and_compile(spec), self.timeout_s)
         except CompileTimeout:
             problem = (f"the {spec.kind.replace('_', ' ')} did not compile within {self.timeout_s:g} s; "
                        "simplify it (fewer alternatives, smaller bounded repetitions)")
@@ -109,7 +119,7 @@ class ConstraintValidator:
         finally:
             if self.on_compiled is not None:
                 self.on_compiled(time.perf_counter() - start, problem is None)
-        return problem
+        return problem, need
 
     def _remember(self, key: tuple, problem: str) -> None:
         self._refused[key] = problem

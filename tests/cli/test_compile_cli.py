@@ -66,10 +66,17 @@ def test_unknown_keywords_and_formats_are_listed(model_dir, tmp_path, capsys):
     schema = tmp_path / "s.json"
     schema.write_text(json.dumps({"type": "object", "x-order": 1, "properties": {
         "name": {"type": "string", "maxLenght": 5, "title": "Name"},
-        "when": {"type": "string", "format": "sometime"},
         "tags": {"type": "array", "items": {"enum": ["a"], "x-ui": "chip"}}}}))
     assert main(["compile", "--model", str(model_dir), "--schema", str(schema), "--no-ebnf"]) == 0
     out = capsys.readouterr().out
     for pointer in ("/x-order", "/properties/name/maxLenght", "/properties/tags/items/x-ui"):
         assert f"  - {pointer}\n" in out, out
-    assert "/properties/name/title" not in out and "sometime" in out  # title is standard; the format is noted
+    assert "/properties/name/title" not in out  # title is standard
+
+
+def test_an_unknown_format_is_refused_as_generation_refuses_it(model_dir, tmp_path, capsys):
+    schema = tmp_path / "s.json"
+    schema.write_text(json.dumps({"type": "object", "properties": {"when": {"type": "string", "format": "sometime"}}}))
+    assert main(["compile", "--model", str(model_dir), "--schema", str(schema), "--no-ebnf"]) != 0
+    err = capsys.readouterr().err
+    assert "/properties/when/format" in err and "unknown format 'sometime'" in err, err

@@ -58,13 +58,34 @@ def test_bare_objects_to_output_file(model_dir, schema_file, tmp_path):
     jsonschema.validate(obj, SCHEMA)
 
 
-def test_truncated_output_is_reported_with_status_1(model_dir, schema_file, tmp_path, capsys):
+def test_too_few_tokens_for_any_complete_output_is_status_2(model_dir, schema_file, tmp_path, capsys):
     text = tmp_path / "one.txt"
     text.write_text("x")
     assert main(["extract", "--model", str(model_dir), "--schema", str(schema_file), "--max-tokens", "2",
-                 str(text)]) == 1
+                 str(text)]) == 2
     out, err = capsys.readouterr()
-    assert out == "" and "one.txt: output cut off at --max-tokens 2" in err
+    assert out == "" and "--max-tokens 2: max_tokens 2 cannot hold a complete output" in err
+    assert "raise max_tokens to at least" in err
+
+
+def test_tight_max_tokens_still_gives_complete_valid_outputs(model_dir, schema_file, tmp_path, capsys):
+    """A random model under a budget just above the need: every output is closed in time."""
+    from deepinfer.constraints import needed_tokens
+    from deepinfer.engine import LLM
+
+    schema = json.loads(schema_file.read_text())
+    need = needed_tokens(LLM(str(model_dir)).engine.compiler.compile_json_schema(schema))
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    for i in range(3):
+        (inputs / f"in{i}.txt").write_text(f"input {i}")
+    assert main(["extract", "--model", str(model_dir), "--schema", str(schema_file), "--max-tokens",
+                 str(need + 8), "--temperature", "1.5", str(inputs)]) == 0
+    out, _ = capsys.readouterr()
+    lines = out.splitlines()
+    assert len(lines) == 3
+    for line in lines:
+        jsonschema.validate(json.loads(line), schema)
 
 
 @pytest.mark.parametrize("schema_text, message", [

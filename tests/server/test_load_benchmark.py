@@ -29,7 +29,7 @@ def run_load(*args: str) -> subprocess.CompletedProcess:
 
 def test_load_script_on_a_handful_of_streams(load_target, tmp_path):
     out = tmp_path / "load.json"
-    result = run_load("--url", load_target.url, "--streams", "6", "--requests", "30", "--max-tokens", "8",
+    result = run_load("--url", load_target.url, "--streams", "6", "--requests", "30", "--max-tokens", "16",
                       "--cancel-share", "0.3", "--bad-share", "0.2", "--time-limit", "120", "--json", str(out))
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     table = json.loads(out.read_text())["tables"][0]

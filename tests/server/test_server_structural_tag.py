@@ -67,7 +67,8 @@ STRUCTURE = re.compile(r"<function=get_weather>(\{.*?\})</function>")
 
 def test_structural_tag_over_the_sdk(server):
     """Every trigger the model writes opens a complete, valid structure. The trigger is "<", which
-    the random model is nudged towards, so structures do appear (and one is cut off by max_tokens)."""
+    the random model is nudged towards, so structures do appear; none is cut off by max_tokens (a
+    structure begun near the end is closed in time)."""
     client = openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0, timeout=60)
     fmt = {**LEGACY, "triggers": ["<"]}
     finishes = set()
@@ -80,13 +81,8 @@ def test_structural_tag_over_the_sdk(server):
         assert bodies, text
         assert all(json.loads(body)["city"] in ("Paris", "Oslo") for body in bodies), text
         rest = STRUCTURE.sub("", text)
-        if finish == "stop":
-            assert "<" not in rest, text
-        elif "<" in rest:  # the structure the token budget cut off: the text's tail
-            tail = rest[rest.index("<"):]
-            assert text.endswith(tail) and rest.count("<") == 1, text
-            assert tail.startswith("<function=get_weather>") or "<function=get_weather>".startswith(tail), text
-    assert finishes == {"stop", "length"}
+        assert "<" not in rest, text
+    assert finishes <= {"stop", "length"}
     with pytest.raises(openai.BadRequestError, match=r"structures\[0\]\.begin"):
         client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "x"}], max_tokens=4,
                                        response_format={**LEGACY, "triggers": ["<x>"]})

@@ -26,6 +26,7 @@ from .merge import TYPES, MergeError, canon, merge, type_set
 from .drafts import draft_of
 from .jsonschema_import import lowering_clock
 from .normalize import VALIDATION, Normalizer
+from .digits import bounded_number_text
 from .numbers import NUMBER_TEXT
 from .refs import Node, RefError, Refs
 from .text import Whitespace, any_string, value_text
@@ -67,6 +68,8 @@ class Lowerer:
         self.spans = 0  # maxItems - minItems summed over the arrays lowered (json_arrays)
         self.unique_matcher = False
         self.capped: frozenset = frozenset()  # json_caps: long maxLength nodes the matcher counts
+        self.unknown_formats = "annotate"  # or "refuse" (lower_json_schema's option)
+        self.number_digits: int | None = None  # json_digits: the digit limit on numbers, None: off
         self.sources: list[tuple[str, str, Expr]] = []  # ir.Grammar.sources: scalars with size keywords
         self.deadline = lowering_clock() + LOWER_TIME_BUDGET_S
 
@@ -286,7 +289,8 @@ class Lowerer:
         if name not in self.rules:
             self.rules[name] = ir.NOTHING
             inner = ir.RuleRef(name) if depth is None else (self.any_value(depth - 1) if depth > 0 else None)
-            scalars = [literal("null"), literal("true"), literal("false"), NUMBER_TEXT, any_string()]
+            number = NUMBER_TEXT if self.number_digits is None else bounded_number_text(self.number_digits)
+            scalars = [literal("null"), literal("true"), literal("false"), number, any_string()]
             if inner is not None:
                 ws = self.ws
                 member = ir.seq(any_string(), ws.colon, inner)

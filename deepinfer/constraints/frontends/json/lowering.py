@@ -31,6 +31,8 @@ class Lowering(Protocol):
     spans: int                 # maxItems - minItems summed over the arrays lowered (arrays.py)
     unique_matcher: bool       # uniqueItems over unbounded item sets is left to the matcher
     capped: frozenset          # caps.py: the long maxLength nodes the matcher counts
+    unknown_formats: str       # "annotate" or "refuse" (lower_json_schema's option)
+    number_digits: int | None  # digits.py: the digit limit on numbers (None: off)
 
     def lower(self, node: Node, memo: bool = True) -> Expr: ...
 

@@ -14,7 +14,8 @@ from deepinfer.constraints import ir
 from deepinfer.constraints.ir import CharClass, Expr, alt, literal, optional, repeat, seq
 
 from .caps import CAP_NOTE, MATCHER_MAX_LENGTH
-from .formats import format_expr
+from .digits import bound_digits
+from .formats import FORMAT_REGEXES, format_expr
 from .decimals import number_text
 from .numbers import MAX_ENUMERATED, NUMBER_TEXT, Bounds, RangeError, int_range, integer_bounds, integer_text, multiples_window, window_values
 from .string_bounds import bound_text_length
@@ -152,7 +153,9 @@ def _string_language(lw: Lowering, d: dict, ptr: str) -> Expr | None:
     fmt = d.get("format")
     if isinstance(fmt, str):
         known = format_expr(fmt)
-        if known is None:
+        if known is None and lw.unknown_formats == "refuse":
+            lw.unsupported(f"{ptr}/format", "format", f"unknown format {fmt!r} (known: {', '.join(FORMAT_REGEXES)})")
+        elif known is None:
             lw.note(f"format {fmt!r} at {ptr}/format is not enforced (unknown format: annotation)")
         else:
             positives.append(("format", known))
@@ -188,6 +191,17 @@ def _minus_words(lw: Lowering, language: Expr, words: list[str], ptr: str) -> Ex
 
 
 def lower_number(lw: Lowering, d: dict, node: Node, integer: bool) -> Expr:
+    """The number text of a `number`/`integer` sub-schema, within the digit limit when one is set."""
+    numbers = _number_language(lw, d, node, integer)
+    if lw.number_digits is None or numbers == ir.NOTHING:
+        return numbers
+    bounded, why = bound_digits(numbers, lw.number_digits)
+    if why is not None:
+        lw.note(f"{node.ptr or '/'}: numbers are not digit-bounded ({why})")
+    return bounded
+
+
+def _number_language(lw: Lowering, d: dict, node: Node, integer: bool) -> Expr:
     ptr = node.ptr
     bounds = _bounds(d)
     excluded = [v for v in d.get("_not_enum", []) if isinstance(v, (int, float)) and not isinstance(v, bool)]

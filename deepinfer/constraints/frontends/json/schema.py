@@ -21,6 +21,7 @@ from typing import Any
 from deepinfer.constraints import ir
 from deepinfer.constraints.errors import ConstraintError
 
+from .digits import check_limit
 from .dynamic_refs import static_refs
 from deepinfer.constraints.ir import alt
 
@@ -34,7 +35,8 @@ DEFAULT_ANY_DEPTH = None  # unconstrained values nest freely (recursive rule, co
 def lower_json_schema(schema, *, whitespace: str = "default", strict: bool | list[str] = True,
                       any_depth: int | None = DEFAULT_ANY_DEPTH, split: bool = False,
                       unique_matcher: bool = False, length_caps: frozenset = frozenset(),
-                      deadline: float | None = None) -> ir.Grammar:
+                      deadline: float | None = None, unknown_formats: str = "annotate",
+                      number_digits: int | None = None) -> ir.Grammar:
     """Lower a JSON Schema (dict, JSON text or Pydantic model class) to an IR grammar.
 
     whitespace: "default" (json.dumps/pretty-printer whitespace, bounded runs), "compact"
@@ -49,7 +51,11 @@ def lower_json_schema(schema, *, whitespace: str = "default", strict: bool | lis
     strings are left unbounded for the matcher to count (caps.capped_nodes; the caller
     wraps the automaton in length_caps.LengthCapAutomaton). deadline: the
     `jsonschema_import.lowering_clock()` value (thread CPU time) past which lowering fails
-    (default: LOWER_TIME_BUDGET_S from now).
+    (default: LOWER_TIME_BUDGET_S from now). unknown_formats: "annotate" (a `format` with no
+    known language is an annotation, as JSON Schema 2019-09+ reads it, listed in
+    `Grammar.annotations`) or "refuse" (a keyword not enforced: an error naming its pointer
+    unless `strict` skips "format", which then reports it). number_digits: None (JSON's unbounded
+    numbers) or N (at most N integer and N fraction digits and 3 exponent digits, json_digits).
     """
     lowerer = Lowerer(load_schema(schema), Whitespace(whitespace), strict, any_depth, KEYWORDS)
     if deadline is not None:
@@ -57,6 +63,8 @@ def lower_json_schema(schema, *, whitespace: str = "default", strict: bool | lis
     lowerer.split = split
     lowerer.unique_matcher = unique_matcher
     lowerer.capped = length_caps
+    lowerer.unknown_formats = _unknown_formats(unknown_formats)
+    lowerer.number_digits = check_limit(number_digits)
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 20_000))  # deep schemas recurse once per level
     try:
@@ -65,6 +73,12 @@ def lower_json_schema(schema, *, whitespace: str = "default", strict: bool | lis
         raise ConstraintError("JSON Schema nests too deeply to compile") from None
     finally:
         sys.setrecursionlimit(limit)
+
+
+def _unknown_formats(value) -> str:
+    if value not in ("annotate", "refuse"):
+        raise ConstraintError(f"unknown_formats must be 'annotate' or 'refuse', not {value!r}")
+    return value
 
 
 def unsplit(grammar: ir.Grammar) -> ir.Grammar:
