@@ -21,7 +21,7 @@ SUFFIX = ".kvb"
 
 class DiskStore:
     def __init__(self, root: str | os.PathLike, namespace: str, max_bytes: int) -> None:
-        self.root, self.max_bytes = Path(root), max_bytes
+        self.root, self.max_bytes = Path(root).expanduser(), max_bytes
         self.dir = self.root / namespace
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
