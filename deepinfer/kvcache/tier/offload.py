@@ -16,10 +16,10 @@ forgotten is just not written.
 
 from __future__ import annotations
 
-import atexit
 import logging
 import queue
 import threading
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -67,13 +67,11 @@ class KVTier:
         self.stats = TierStats()
         self.digests: OrderedDict[int, bytes] = OrderedDict()   # chain key -> tier key
         self.max_digests = 4 * pool.k[0].shape[0] // block_size + 1024
-        self._pending: dict[str, BlockRecord] = {}
-        self._lock = threading.Lock()
-        self._queue: queue.Queue[str | None] = queue.Queue()
         self._warned: set[str] = set()
-        self._writer = threading.Thread(target=self._write_loop, name="kv-tier-writer", daemon=True)
-        self._writer.start()
-        atexit.register(self.close)
+        self.writer = _Writer(self.host, self.disk, self.stats, config.max_pending, self._warned)
+        # the writer thread holds no reference to the tier (nor its pool): when the tier is
+        # collected, or at exit, the writer finishes its queue and stops
+        weakref.finalize(self, self.writer.stop)
 
     # -- writing ----------------------------------------------------------------------------------
     def registered(self, block: int, key: int, parent: int | None, tokens: tuple[int, ...]) -> None:
@@ -83,51 +81,21 @@ class KVTier:
         digest = next_digest(parent_digest, tokens)
         self._remember(key, digest)
         name = digest.hex()
-        with self._lock:
-            if name in self._pending or len(self._pending) >= self.config.max_pending:
-                self.stats.dropped_blocks += name not in self._pending
-                return
-        if self.host.get(name) is not None or (self.disk is not None and self.disk.contains(name)):
+        if self.writer.has(name) or self.host.get(name) is not None or (self.disk is not None and self.disk.contains(name)):
             return
         start = block * self.block_size
         end = start + self.block_size
         record = BlockRecord(self.identity.hex, name, None if parent is None else parent_digest.hex(), list(tokens),
                              [k[start:end].clone() for k in self.pool.k], [v[start:end].clone() for v in self.pool.v])
-        with self._lock:
-            self._pending[name] = record
-        self._queue.put(name)
-
-    def _write_loop(self) -> None:
-        while (name := self._queue.get()) is not None:
-            try:
-                with self._lock:
-                    record = self._pending[name]
-                record.k = [t.to("cpu") for t in record.k]   # (a GPU pool: the copy to host happens here)
-                record.v = [t.to("cpu") for t in record.v]
-                self.host.put(name, record)
-                if self.disk is not None and not self.disk.put(name, encode(record)):
-                    self.stats.dropped_blocks += 1
-                else:
-                    self.stats.stored_blocks += 1
-            except Exception as exc:  # a full disk, a removed directory: the tier is a cache
-                self.stats.dropped_blocks += 1
-                self._warn("write", f"KV tier: writing block {name} failed: {exc}")
-            finally:
-                with self._lock:
-                    self._pending.pop(name, None)
-                self._queue.task_done()
-        self._queue.task_done()
+        self.writer.submit(name, record)
 
     def flush(self) -> None:
         """Wait until every queued block is written."""
-        if self._writer.is_alive():
-            self._queue.join()
+        self.writer.flush()
 
     def close(self) -> None:
-        if self._writer.is_alive():
-            self.flush()
-            self._queue.put(None)
-            self._writer.join(timeout=10)
+        """Write what is queued and stop the writer (later blocks are not written)."""
+        self.writer.stop()
 
     # -- loading ----------------------------------------------------------------------------------
     def extend(self, blocks: Any, table: Any, token_ids: list[int]) -> int:
@@ -156,9 +124,7 @@ class KVTier:
         return loaded
 
     def _find(self, name: str, tokens: list[int]) -> BlockRecord | None:
-        with self._lock:
-            record = self._pending.get(name)
-        record = record or self.host.get(name)
+        record = self.writer.pending(name) or self.host.get(name)
         if record is not None:
             return record if record.tokens == tokens else None
         if self.disk is None:
@@ -191,6 +157,68 @@ class KVTier:
             self.digests.popitem(last=False)
 
     def _warn(self, what: str, message: str) -> None:
-        if what not in self._warned:
-            self._warned.add(what)
-            log.warning(message)
+        _warn_once(self._warned, what, message)
+
+
+def _warn_once(warned: set[str], what: str, message: str) -> None:
+    if what not in warned:
+        warned.add(what)
+        log.warning(message)
+
+
+class _Writer:
+    """The background thread that moves queued block records to host memory and disk."""
+
+    def __init__(self, host: HostStore, disk: DiskStore | None, stats: TierStats, max_pending: int,
+                 warned: set[str]) -> None:
+        self.host, self.disk, self.stats, self.max_pending, self.warned = host, disk, stats, max_pending, warned
+        self._pending: dict[str, BlockRecord] = {}
+        self._lock = threading.Lock()
+        self._queue: queue.Queue[str | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._loop, name="kv-tier-writer", daemon=True)
+        self._thread.start()
+
+    def has(self, name: str) -> bool:
+        with self._lock:
+            return name in self._pending
+
+    def pending(self, name: str) -> BlockRecord | None:
+        with self._lock:
+            return self._pending.get(name)
+
+    def submit(self, name: str, record: BlockRecord) -> None:
+        with self._lock:
+            if len(self._pending) >= self.max_pending or not self._thread.is_alive():
+                self.stats.dropped_blocks += 1
+                return
+            self._pending[name] = record
+        self._queue.put(name)
+
+    def _loop(self) -> None:
+        while (name := self._queue.get()) is not None:
+            try:
+                record = self.pending(name)
+                record.k = [t.to("cpu") for t in record.k]   # (a GPU pool: the copy to host happens here)
+                record.v = [t.to("cpu") for t in record.v]
+                self.host.put(name, record)
+                if self.disk is not None and not self.disk.put(name, encode(record)):
+                    self.stats.dropped_blocks += 1
+                else:
+                    self.stats.stored_blocks += 1
+            except Exception as exc:  # a full disk, a removed directory: the tier is a cache
+                self.stats.dropped_blocks += 1
+                _warn_once(self.warned, "write", f"KV tier: writing block {name} failed: {exc}")
+            finally:
+                with self._lock:
+                    self._pending.pop(name, None)
+                self._queue.task_done()
+        self._queue.task_done()
+
+    def flush(self) -> None:
+        if self._thread.is_alive():
+            self._queue.join()
+
+    def stop(self) -> None:
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join(timeout=30)
