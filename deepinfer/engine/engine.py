@@ -258,6 +258,8 @@ class Engine:
         for seq in request.sequences:
             if not seq.finished:  # jump-forward may finish a fully forced output before any step
                 self.scheduler.add(seq)
+                if self.kv.tier is not None:  # its prefix's blocks read from disk while it waits
+                    self.kv.tier.prefetch(seq.token_ids)
             elif self._speculator is not None:
                 self._speculator.release(seq)
 

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from deepinfer.engine import Engine, EngineConfig, LLM
+from deepinfer.engine.output import merge
 from deepinfer.model import load_model
 from deepinfer.testing import make_tiny_model_dir
 from deepinfer.tokenizer import Tokenizer
@@ -104,10 +105,31 @@ def test_a_restarted_engine_serves_the_prefix_from_disk(model_dirs, loaded, tmp_
     assert second.engine.kv.tier.stats.stored_blocks == 0   # nothing new to write
 
 
+def test_queued_requests_blocks_are_read_ahead_of_the_step(model_dirs, loaded, tmp_path):
+    prompts = _prompts(count=2, users=1, prefix=100, seed=6)
+    first = _llm(loaded[0], kv_tier_dir=str(tmp_path), num_kv_blocks=64)
+    reference = _tokens(first.generate(prompts, GREEDY))
+    first.engine.kv.tier.close()
+    engine = _llm(loaded[0], kv_tier_dir=str(tmp_path), num_kv_blocks=64).engine
+    for prompt in prompts:
+        engine.add_request(prompt, GREEDY)
+    tier = engine.kv.tier
+    tier.prefetcher.join()                       # read while the requests wait, before any step
+    blocks = (len(prompts[0]) - 1) // BLOCK
+    assert len(tier.prefetched) == 2 * blocks and tier.stats.loaded_blocks == 0
+    done = {}
+    while engine.has_unfinished():
+        for delta in engine.step():
+            done[delta.request_id] = merge(done.get(delta.request_id), delta)
+    assert tier.stats.loaded_blocks == 2 * blocks
+    assert [done[rid].token_ids for rid in sorted(done)] == reference
+
+
 RESTART_SCRIPT = """
 import json, sys, torch
 torch.set_num_threads(1)
 from deepinfer.engine import Engine, EngineConfig, LLM
+from deepinfer.engine.output import merge
 from deepinfer.model import load_model
 from deepinfer.tokenizer import Tokenizer
 from deepinfer.types import SamplingParams

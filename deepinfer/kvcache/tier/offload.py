@@ -16,7 +16,7 @@ forgotten is just not written.
 
 from __future__ import annotations
 
-import logging
+import functools
 import queue
 import threading
 import weakref
@@ -27,11 +27,10 @@ from typing import Any
 import torch
 
 from deepinfer.kvcache.tier.disk import DiskStore
-from deepinfer.kvcache.tier.format import BlockFormatError, BlockRecord, Expected, decode, encode
+from deepinfer.kvcache.tier.format import BlockRecord, Expected, encode
 from deepinfer.kvcache.tier.host import HostStore
 from deepinfer.kvcache.tier.identity import block_digests, model_identity, next_digest
-
-log = logging.getLogger("deepinfer.kvcache.tier")
+from deepinfer.kvcache.tier.prefetch import Prefetcher, load, warn_once
 
 
 @dataclass
@@ -40,6 +39,7 @@ class TierConfig:
     disk_bytes: int = 8 << 30      # bound on the block files under `dir` (all models')
     host_bytes: int = 0            # bound on block records kept in host memory
     max_pending: int = 4096        # blocks queued for the writer; more are not written (a cache)
+    prefetch_bytes: int = 256 << 20  # blocks read ahead from disk for queued requests
 
     @property
     def enabled(self) -> bool:
@@ -69,9 +69,16 @@ class KVTier:
         self.max_digests = 4 * pool.k[0].shape[0] // block_size + 1024
         self._warned: set[str] = set()
         self.writer = _Writer(self.host, self.disk, self.stats, config.max_pending, self._warned)
-        # the writer thread holds no reference to the tier (nor its pool): when the tier is
-        # collected, or at exit, the writer finishes its queue and stops
-        weakref.finalize(self, self.writer.stop)
+        self.prefetched = HostStore(config.prefetch_bytes)
+        self.prefetcher = None
+        if self.disk is not None:
+            expected_of = functools.partial(_expected_chain, self.identity, block_size, self.dtype,
+                                            self.k_shapes, self.v_shapes)
+            present = functools.partial(_in_memory, self.writer, self.host, self.prefetched)
+            self.prefetcher = Prefetcher(self.disk, self.prefetched, expected_of, present, self.stats, self._warned)
+        # the threads hold no reference to the tier (nor its pool; the prefetcher's callables are
+        # functions of plain values): when the tier is collected, or at exit, they finish and stop
+        weakref.finalize(self, _stop, self.writer, self.prefetcher)
 
     # -- writing ----------------------------------------------------------------------------------
     def registered(self, block: int, key: int, parent: int | None, tokens: tuple[int, ...]) -> None:
@@ -94,8 +101,14 @@ class KVTier:
         self.writer.flush()
 
     def close(self) -> None:
-        """Write what is queued and stop the writer (later blocks are not written)."""
-        self.writer.stop()
+        """Write what is queued and stop the threads (later blocks are neither written nor read ahead)."""
+        _stop(self.writer, self.prefetcher)
+
+    # -- reading ahead ----------------------------------------------------------------------------
+    def prefetch(self, token_ids: list[int]) -> None:
+        """A request was queued: read its prefix's blocks from disk now, off the step thread."""
+        if self.prefetcher is not None and len(token_ids) > self.block_size:
+            self.prefetcher.submit(token_ids)
 
     # -- loading ----------------------------------------------------------------------------------
     def extend(self, blocks: Any, table: Any, token_ids: list[int]) -> int:
@@ -124,24 +137,18 @@ class KVTier:
         return loaded
 
     def _find(self, name: str, tokens: list[int]) -> BlockRecord | None:
-        record = self.writer.pending(name) or self.host.get(name)
+        record = self.writer.pending(name) or self.host.get(name) or self.prefetched.get(name)
         if record is not None:
             return record if record.tokens == tokens else None
         if self.disk is None:
             return None
-        data = self.disk.get(name)
-        if data is None:
-            return None
-        expected = Expected(self.identity.hex, name, tokens, self.dtype, self.k_shapes, self.v_shapes)
-        try:
-            record = decode(data, expected)
-        except BlockFormatError as exc:
-            self.stats.rejected_blocks += 1
-            self._warn(name, f"KV tier: ignoring {self.disk.path(name)}: {exc}")
-            self.disk.remove(name)    # so a good copy can be written in its place
-            return None
-        self.host.put(name, record)
+        record = load(self.disk, self._expected(name, tokens), self.stats, self._warned)
+        if record is not None:
+            self.host.put(name, record)
         return record
+
+    def _expected(self, name: str, tokens: list[int]) -> Expected:
+        return Expected(self.identity.hex, name, list(tokens), self.dtype, self.k_shapes, self.v_shapes)
 
     def _write_pool(self, block: int, record: BlockRecord) -> None:
         start = block * self.block_size
@@ -156,14 +163,23 @@ class KVTier:
         if len(self.digests) > self.max_digests:
             self.digests.popitem(last=False)
 
-    def _warn(self, what: str, message: str) -> None:
-        _warn_once(self._warned, what, message)
+
+def _expected_chain(identity, block_size: int, dtype, k_shapes, v_shapes, token_ids: list[int]) -> list[Expected]:
+    """What each full block of a prompt (but its last token) must be, in order."""
+    full = (len(token_ids) - 1) // block_size
+    return [Expected(identity.hex, digest.hex(), token_ids[i * block_size:(i + 1) * block_size], dtype,
+                     k_shapes, v_shapes)
+            for i, digest in enumerate(block_digests(identity, token_ids, block_size, full))]
 
 
-def _warn_once(warned: set[str], what: str, message: str) -> None:
-    if what not in warned:
-        warned.add(what)
-        log.warning(message)
+def _in_memory(writer: "_Writer", host: HostStore, prefetched: HostStore, name: str) -> bool:
+    return writer.has(name) or host.get(name) is not None or prefetched.get(name) is not None
+
+
+def _stop(writer: "_Writer", prefetcher: Prefetcher | None) -> None:
+    writer.stop()
+    if prefetcher is not None:
+        prefetcher.stop()
 
 
 class _Writer:
@@ -207,7 +223,7 @@ class _Writer:
                     self.stats.stored_blocks += 1
             except Exception as exc:  # a full disk, a removed directory: the tier is a cache
                 self.stats.dropped_blocks += 1
-                _warn_once(self.warned, "write", f"KV tier: writing block {name} failed: {exc}")
+                warn_once(self.warned, "write", f"KV tier: writing block {name} failed: {exc}")
             finally:
                 with self._lock:
                     self._pending.pop(name, None)
