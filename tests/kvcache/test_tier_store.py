@@ -81,3 +81,10 @@ def test_unwritable_directory_is_a_clear_error(tmp_path):
 def test_hybrid_cache_refuses_a_tier_clearly(tmp_path):
     with pytest.raises(UserError, match="hybrid KV cache"):
         HybridStorage(object(), StorageConfig(tier=TierConfig(dir=str(tmp_path))))
+
+
+@pytest.mark.parametrize("option, value", [("disk_bytes", -1), ("host_bytes", "lots")])
+def test_bad_sizes_are_clear_errors(tmp_path, option, value):
+    name = {"disk_bytes": "kv_tier_bytes", "host_bytes": "kv_tier_host_bytes"}[option]
+    with pytest.raises(UserError, match=name):
+        TierConfig(dir=str(tmp_path), **{option: value}).check()

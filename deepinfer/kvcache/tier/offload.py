@@ -26,6 +26,7 @@ from typing import Any
 
 import torch
 
+from deepinfer.errors import UserError
 from deepinfer.kvcache.tier.disk import DiskStore
 from deepinfer.kvcache.tier.format import BlockRecord, Expected, encode
 from deepinfer.kvcache.tier.host import HostStore
@@ -45,6 +46,11 @@ class TierConfig:
     def enabled(self) -> bool:
         return self.dir is not None or self.host_bytes > 0
 
+    def check(self) -> None:
+        for name, value in (("kv_tier_bytes", self.disk_bytes), ("kv_tier_host_bytes", self.host_bytes)):
+            if not isinstance(value, int) or value < 0:
+                raise UserError(f"{name} must be a number of bytes >= 0, got {value!r}")
+
 
 @dataclass
 class TierStats:
@@ -57,6 +63,7 @@ class TierStats:
 class KVTier:
     def __init__(self, model: Any, pool: Any, shapes: list[Any], block_size: int, config: TierConfig) -> None:
         """pool: a KVPool (k, v lists of [slots, Hkv, d]); shapes: its per-layer LayerShapes."""
+        config.check()
         self.pool, self.block_size, self.config = pool, block_size, config
         self.dtype = pool.k[0].dtype
         self.identity = model_identity(model, [(s.k, s.v) for s in shapes], block_size, self.dtype)
