@@ -44,6 +44,7 @@ class TierConfig:
 
     @property
     def enabled(self) -> bool:
+        self.check()
         return self.dir is not None or self.host_bytes > 0
 
     def check(self) -> None:
