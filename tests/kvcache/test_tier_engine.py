@@ -214,3 +214,21 @@ def test_tier_bytes_bound_is_kept(loaded, tmp_path):
     computed = len(prompts[0]) + GREEDY.max_tokens - 1        # the last sampled token has no KV
     assert llm.engine.kv.tier.stats.stored_blocks == 5 * (computed // BLOCK)
     assert sum(f.stat().st_size for f in files) <= bound and len(files) == 7
+
+
+def test_two_engines_sharing_a_bounded_directory(loaded, tmp_path):
+    """Each one's writes evict the other's files (a shared LRU): a file gone is a miss, never an error."""
+    prompts = _prompts(count=4, users=1, prefix=64, seed=7)
+    reference = _tokens(_llm(loaded[0], num_kv_blocks=256).generate(prompts, GREEDY))
+    bound = 6 * 8800                                   # about six block files of this model
+    a, b = (_llm(loaded[0], kv_tier_dir=str(tmp_path), kv_tier_bytes=bound, num_kv_blocks=8, max_num_seqs=1)
+            for _ in range(2))
+    outs = []
+    for round_ in range(2):
+        for i, prompt in enumerate(prompts):
+            llm = (a, b)[(i + round_) % 2]
+            outs.append(llm.generate([prompt], GREEDY)[0])
+            llm.engine.kv.tier.flush()
+    assert _tokens(outs) == reference * 2
+    assert sum(f.stat().st_size for f in _files(tmp_path)) <= bound
+    assert a.engine.kv.tier.stats.rejected_blocks == b.engine.kv.tier.stats.rejected_blocks == 0
