@@ -27,7 +27,7 @@ from result_json import FORMAT  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 ORDER = ["maskbench_harness", "maskbench", "maskbench_soundness", "regex_masks", "grammar_masks",
-         "engine_throughput", "engine_decode", "engine_prefix_ttft", "engine_constraint_overhead"]
+         "engine_throughput", "engine_decode", "engine_prefix_ttft", "kv_tier", "engine_constraint_overhead"]
 HEADINGS = {
     "maskbench_harness": "MaskBench: JSON Schema masks, engines side by side",
     "maskbench": "MaskBench cases, deepinfer alone",
@@ -37,6 +37,7 @@ HEADINGS = {
     "engine_throughput": "Engine throughput: concurrent JSON extraction requests",
     "engine_decode": "Single-stream decode",
     "engine_prefix_ttft": "Prefix cache: time to first token",
+    "kv_tier": "KV tier: time to first token after a restart",
     "engine_constraint_overhead": "Cost of a constraint during decoding",
 }
 NUMBER = re.compile(r"^[-+]?[\d,]*\.?\d+(e[-+]?\d+)?\s*(x|%|ms|us|s)?$")

@@ -24,6 +24,7 @@ BENCHMARKS = {
     "throughput": ("engine_throughput.py", "32 JSON extraction requests vs transformers + xgrammar"),
     "decode": ("engine_decode.py", "single-stream decode tokens/s vs transformers"),
     "prefix": ("engine_prefix_ttft.py", "time to first token, prefix-cache hit vs miss"),
+    "kvtier": ("kv_tier.py", "time to first token after a restart, disk KV tier vs cold prefill"),
     "overhead": ("engine_constraint_overhead.py", "constrained vs unconstrained decode"),
 }
 

@@ -58,6 +58,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "sliding-window models)")
     parser.add_argument("--swa-replay-tokens", type=int, default=None,
                         help="tokens a bounded replay recomputes (default 140)")
+    parser.add_argument("--kv-tier-dir", default=None,
+                        help="write prefix KV blocks to files here and load them back on a prefix miss, "
+                             "also after a restart (default: no disk tier)")
+    parser.add_argument("--kv-tier-bytes", type=int, default=None,
+                        help="bound on the block files under --kv-tier-dir (default 8 GiB)")
+    parser.add_argument("--kv-tier-host-bytes", type=int, default=None,
+                        help="bound on prefix KV blocks kept in host memory (default 0: none)")
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
 
 
@@ -75,6 +82,9 @@ def run(args: argparse.Namespace) -> int:
         engine_kwargs["swa_replay"] = args.swa_replay
     if args.swa_replay_tokens is not None:
         engine_kwargs["swa_replay_tokens"] = args.swa_replay_tokens
+    for option in ("kv_tier_dir", "kv_tier_bytes", "kv_tier_host_bytes"):
+        if getattr(args, option) is not None:
+            engine_kwargs[option] = getattr(args, option)
     serve(args.model, host=args.host, port=args.port, api_key=args.api_key,
           model_name=args.served_model_name, reasoning_aware=args.reasoning_aware,
           default_max_tokens=args.max_tokens_default, engine_kwargs=engine_kwargs, log_level=args.log_level,

@@ -16,6 +16,13 @@ class EngineConfig:
     block_size: int = 16
     kv_cache_bytes: int = 1 << 30        # KV pool size when num_kv_blocks is not given
     num_kv_blocks: int | None = None
+    # The KV tier (kvcache/tier/): every prefix block the cache registers is also written, off the
+    # step loop, to block files under kv_tier_dir (at most kv_tier_bytes, least recently used out)
+    # and/or kept in host memory (kv_tier_host_bytes); a prefix the pool no longer holds is copied
+    # back from there instead of recomputed, also after a restart. Off when both are unset.
+    kv_tier_dir: str | None = None
+    kv_tier_bytes: int = 8 << 30
+    kv_tier_host_bytes: int = 0
     max_num_batched_tokens: int = 512
     max_num_seqs: int = 64
     chunked_prefill: bool = True

@@ -29,7 +29,7 @@ from deepinfer.engine.sequence import Sequence
 from deepinfer.engine.speculation.speculative import Speculator
 from deepinfer.engine.speculation.verify import rows_of, sample_rows
 from deepinfer.errors import UserError
-from deepinfer.kvcache import StorageConfig, build_storage
+from deepinfer.kvcache import StorageConfig, TierConfig, build_storage
 from deepinfer.sampling import derive_seed
 from deepinfer.types import FinishReason, Request, RequestOutput, RequestStatus, SamplingParams, fresh_seed
 
@@ -42,7 +42,8 @@ class Engine:
         self.max_model_len = config.max_model_len or model.config.max_position_embeddings
         self.kv = build_storage(model, StorageConfig(
             config.block_size, config.num_kv_blocks, config.kv_cache_bytes, config.enable_prefix_caching,
-            config.max_num_seqs, config.max_num_batched_tokens, config.swa_replay, config.swa_replay_tokens))
+            config.max_num_seqs, config.max_num_batched_tokens, config.swa_replay, config.swa_replay_tokens,
+            TierConfig(config.kv_tier_dir, config.kv_tier_bytes, config.kv_tier_host_bytes)))
         self.blocks = self.kv.blocks
         self.scheduler = Scheduler(self.blocks, SchedulerConfig(
             config.max_num_batched_tokens, config.max_num_seqs, config.chunked_prefill))
@@ -257,6 +258,8 @@ class Engine:
         for seq in request.sequences:
             if not seq.finished:  # jump-forward may finish a fully forced output before any step
                 self.scheduler.add(seq)
+                if self.kv.tier is not None:  # its prefix's blocks read from disk while it waits
+                    self.kv.tier.prefetch(seq.token_ids)
             elif self._speculator is not None:
                 self._speculator.release(seq)
 

@@ -54,6 +54,9 @@ class BlockManager:
         self.evictable: OrderedDict[int, None] = OrderedDict()  # ref 0 but cached, oldest first
         self.stats = PrefixCacheStats()
         self.replayed_tokens = 0  # tokens recomputed before a restored point (replay.py)
+        # A KV tier (kvcache/tier/offload.py KVTier) or None: told of every block registered in
+        # the prefix cache (`registered`), asked to continue a prefix hit past the pool (`extend`).
+        self.tier = None
 
     # -- capacity ---------------------------------------------------------------------------
     @property
@@ -104,9 +107,25 @@ class BlockManager:
             self._take(block)
             table.block_ids.append(block)
             table.hashes.append(self.block_hash[block])
+        if self.tier is not None:  # blocks the pool no longer holds, copied back by adopt()
+            self.tier.extend(self, table, token_ids)
         self.stats.queried_tokens += len(token_ids)
-        self.stats.hit_tokens += len(blocks) * self.block_size
-        return len(blocks) * self.block_size
+        self.stats.hit_tokens += len(table.block_ids) * self.block_size
+        return len(table.block_ids) * self.block_size
+
+    def adopt(self, table: BlockTable, tokens: tuple[int, ...]) -> int | None:
+        """Take a free block as `table`'s next full block of `tokens`, registered in the prefix
+        cache (the caller fills its KV: a tier load); None when no block is free or the key is taken."""
+        parent = table.hashes[-1] if table.hashes else None
+        key = chain_hash(parent, tokens)
+        if key in self.cached or not self.num_free_blocks:
+            return None
+        block = self._pop_free()
+        self.cached[key] = block
+        self.block_hash[block], self.block_tokens[block] = key, tokens
+        table.block_ids.append(block)
+        table.hashes.append(key)
+        return block
 
     def commit(self, table: BlockTable, token_ids: list[int], num_computed: int) -> None:
         """Register the blocks that became full and computed, so others can reuse them."""
@@ -122,6 +141,8 @@ class BlockManager:
             if key not in self.cached:  # an identical block computed concurrently stays private
                 self.cached[key] = block
                 self.block_hash[block], self.block_tokens[block] = key, tokens
+                if self.tier is not None:
+                    self.tier.registered(block, key, parent, tokens)
 
     def clear_cache(self) -> None:
         """Forget every cached block no live sequence holds (benchmarks: a cold prefix cache)."""

@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from deepinfer.errors import UserError
 from deepinfer.kvcache.block_manager import BlockManager
 from deepinfer.kvcache.hybrid.batch import HybridBatch
 from deepinfer.kvcache.hybrid.blocks import HybridBlockManager, PoolSizes, token_pages_for
@@ -23,6 +24,7 @@ from deepinfer.kvcache.hybrid.layout import HybridLayout
 from deepinfer.kvcache.hybrid.pool import HybridPool
 from deepinfer.kvcache.paged import KVPool, PagedKVCache, SeqSlice, probe_layer_shapes
 from deepinfer.kvcache.replay import DEFAULT_TOKENS, ReplayPolicy
+from deepinfer.kvcache.tier import KVTier, TierConfig
 from deepinfer.kvcache.windowed import WindowedBlockManager
 
 MIN_BLOCKS = 4
@@ -38,6 +40,7 @@ class StorageConfig:
     max_num_batched_tokens: int = 512
     replay_mode: str | None = None  # None: the storage kind's default (hybrid: bounded, paged: exact)
     replay_tokens: int = DEFAULT_TOKENS
+    tier: TierConfig | None = None  # the KV tier evicted prefix blocks go to (kvcache/tier/)
 
     def replay(self, default_mode: str) -> ReplayPolicy:
         return ReplayPolicy(self.replay_mode or default_mode, self.replay_tokens)
@@ -56,6 +59,15 @@ class PagedStorage:
                                                windows, config.replay("exact"))
         else:
             self.blocks = BlockManager(num_blocks, config.block_size, config.enable_prefix_caching)
+        self.tier = None
+        if config.tier is not None and config.tier.enabled:
+            if windows and all(w is not None for w in windows):
+                raise UserError("kv_tier_dir: the KV tier holds the blocks of full-attention layers; every "
+                                "layer of this model attends a sliding window (its blocks leave the pool as "
+                                "they leave the window): run it without a KV tier")
+            if not config.enable_prefix_caching:
+                raise UserError("kv_tier_dir needs the prefix cache (enable_prefix_caching=True)")
+            self.tier = self.blocks.tier = KVTier(model, self.pool, shapes, config.block_size, config.tier)
 
     def forward_cache(self, parts: list[tuple[Any, int, int]], invariant: bool = False) -> PagedKVCache:
         """invariant: attend through the batch-invariant plans (kvcache/paged.py)."""
@@ -65,6 +77,10 @@ class PagedStorage:
 
 class HybridStorage:
     def __init__(self, model: Any, config: StorageConfig) -> None:
+        if config.tier is not None and config.tier.enabled:
+            raise UserError("kv_tier_dir: the KV tier does not hold the hybrid KV cache of sliding windows and "
+                            "compressed entries (DeepSeek-V4) yet: run this model without a KV tier")
+        self.tier = None
         layout = self.layout = HybridLayout.of(model.state_layout(), config.block_size)
         dtype = getattr(model, "dtype", torch.float32)
         element = torch.empty(0, dtype=dtype).element_size()

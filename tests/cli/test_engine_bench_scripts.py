@@ -13,6 +13,7 @@ RUNS = [
                               "--speculative", "both", "--prefix-caching", "on"]),
     ("engine_decode.py", ["--tokens", "4", "--dtype", "float32", "--no-peer"]),
     ("engine_prefix_ttft.py", ["--prefix-tokens", "64", "--dtype", "float32", "--no-peer"]),
+    ("kv_tier.py", ["--prefix-tokens", "64", "--repeats", "1"]),
     ("engine_constraint_overhead.py", ["--requests", "2", "--max-tokens", "8", "--dtype", "float32",
                                        "--lengths-from-first-run"]),
 ]
