@@ -6,38 +6,16 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-import torch
 
 from deepinfer import SamplingParams
 from deepinfer.engine import AsyncEngine, Engine, EngineConfig, LLM
 from deepinfer.engine.isolation import run_isolated
 from deepinfer.engine.output import merge
 from deepinfer.engine.scheduler import ScheduledSeq
+from deepinfer.testing import FaultyModel
 from deepinfer.types import FinishReason
 
 GOOD_PROMPTS = ["the quick brown fox", "one two three four", "a b c d e f", "hello there friend", "x = 1 + 2"]
-
-
-class FaultyRows:
-    """The tiny model, but its forward raises when `poison` is among the batch's input ids, or
-    (`min_rows`) when the batch has that many rows or more: a model-side fault of one row, or of
-    a batch only as a whole."""
-
-    def __init__(self, model, poison: int | None = None, min_rows: int | None = None) -> None:
-        self.model, self.poison, self.min_rows = model, poison, min_rows
-        self.faults = 0
-
-    def forward(self, input_ids: torch.Tensor, positions, cache, **options):
-        if self.poison is not None and bool((input_ids == self.poison).any()):
-            self.faults += 1
-            raise IndexError("INDICES element is out of DATA bounds (injected)")
-        if self.min_rows is not None and input_ids.numel() >= self.min_rows:
-            self.faults += 1
-            raise RuntimeError("out of memory (injected)")
-        return self.model.forward(input_ids, positions, cache, **options)
-
-    def __getattr__(self, name):
-        return getattr(self.model, name)
 
 
 def good_params(mode: str) -> list[SamplingParams]:
@@ -71,7 +49,7 @@ def test_a_faulting_row_fails_only_its_request(tiny, mode, where):
     reference = LLM.from_engine(engine_over(model, tokenizer)).generate(GOOD_PROMPTS, params)
     poison = unused_token(tokenizer, reference)
 
-    faulty = FaultyRows(model, poison)
+    faulty = FaultyModel(model, poison)
     llm = LLM.from_engine(engine_over(faulty, tokenizer))
     if where == "prefill":  # the bad id is in its prompt: the very first step faults
         bad_prompt, bad = tokenizer.encode("bad request") + [poison], SamplingParams(max_tokens=12)
@@ -101,7 +79,7 @@ def test_two_bad_requests_in_one_step_both_fail_alone(tiny):
     params = good_params("seeded")
     reference = LLM.from_engine(engine_over(model, tokenizer)).generate(GOOD_PROMPTS, params)
     poison = unused_token(tokenizer, reference)
-    llm = LLM.from_engine(engine_over(FaultyRows(model, poison), tokenizer))
+    llm = LLM.from_engine(engine_over(FaultyModel(model, poison), tokenizer))
     bad = tokenizer.encode("bad") + [poison]
     prompts = [bad] + GOOD_PROMPTS[:3] + [bad] + GOOD_PROMPTS[3:]
     outs = llm.generate(prompts, [SamplingParams(max_tokens=4)] + params[:3] + [SamplingParams(n=2)] + params[3:])
@@ -117,7 +95,7 @@ def test_a_fault_no_single_request_reproduces_runs_the_step_in_halves(tiny):
     model, tokenizer = tiny()
     params = good_params("greedy")
     reference = LLM.from_engine(engine_over(model, tokenizer)).generate(GOOD_PROMPTS, params)
-    faulty = FaultyRows(model, min_rows=sum(len(o.prompt_token_ids) for o in reference) - 2)
+    faulty = FaultyModel(model, min_rows=sum(len(o.prompt_token_ids) for o in reference) - 2)
     outs = LLM.from_engine(engine_over(faulty, tokenizer)).generate(GOOD_PROMPTS, params)
     assert faulty.faults >= 1
     assert [o.outputs[0].token_ids for o in outs] == [o.outputs[0].token_ids for o in reference]
@@ -154,7 +132,7 @@ def test_async_streams_survive_a_faulting_request(tiny):
     params = good_params("seeded")
     reference = LLM.from_engine(engine_over(model, tokenizer)).generate(GOOD_PROMPTS, params)
     poison = unused_token(tokenizer, reference)
-    engine = AsyncEngine(engine=engine_over(FaultyRows(model, poison), tokenizer))
+    engine = AsyncEngine(engine=engine_over(FaultyModel(model, poison), tokenizer))
 
     async def collect(prompt, sp):
         full = None
