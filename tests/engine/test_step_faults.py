@@ -12,7 +12,10 @@ from deepinfer.engine import AsyncEngine, Engine, EngineConfig, LLM
 from deepinfer.engine.isolation import run_isolated
 from deepinfer.engine.output import merge
 from deepinfer.engine.scheduler import ScheduledSeq
+from deepinfer.model import load_model
 from deepinfer.testing import FaultyModel
+from deepinfer.tokenizer import Tokenizer
+from v4_checkpoint import save_v4_dir
 from deepinfer.types import FinishReason
 
 GOOD_PROMPTS = ["the quick brown fox", "one two three four", "a b c d e f", "hello there friend", "x = 1 + 2"]
@@ -176,3 +179,27 @@ def test_bisection_probes_about_twice_log2_of_the_batch():
     assert [item.seq.request for item in done.batch] == [r for r in requests if r is not bad]
     assert len(done.tokens) == 31 and calls[-1] == 31
     assert len(calls) <= 2 + 2 * 5  # the step, <= 2 probes per halving, the final compute
+
+
+@pytest.mark.slow  # ~10 s: building the tiny V4 checkpoint with transformers
+def test_a_faulting_request_on_the_hybrid_cache_fails_alone(tmp_path):
+    """DeepSeek-V4's hybrid KV cache (sliding windows, compressed entries): probing and rerunning
+    a step leaves the others' state exact."""
+    _, path = save_v4_dir(tmp_path)
+    model, tokenizer = load_model(path), Tokenizer.from_pretrained(path)
+    prompts = [[(7 * i + 3) % 380 + 3 for i in range(30)], [(5 * i + 1) % 380 + 3 for i in range(17)],
+               [(11 * i + 7) % 380 + 3 for i in range(9)]]
+    params = SamplingParams(temperature=0, max_tokens=16, ignore_eos=True)
+
+    def make(m):
+        return LLM.from_engine(Engine(m, tokenizer, EngineConfig(num_kv_blocks=64, speculative=False)))
+
+    reference = make(model).generate(prompts, params)
+    poison = unused_token(tokenizer, reference)
+    bad = SamplingParams(max_tokens=8, logit_bias={poison: 100.0}, ignore_eos=True)
+    llm = make(FaultyModel(model, poison))
+    outs = llm.generate(prompts[:1] + [[5, 6, 7]] + prompts[1:], [params, bad, params, params])
+    failed = outs.pop(1)
+    assert failed.outputs[0].finish_reason == FinishReason.ERROR
+    assert [o.outputs[0].token_ids for o in outs] == [o.outputs[0].token_ids for o in reference]
+    assert not llm.engine.requests and not llm.engine.scheduler.running
