@@ -6,7 +6,8 @@ a fixed corpus, tokenizer_config.json with a ChatML chat template,
 generation_config.json) that both deepinfer and transformers can load, in well
 under a second (weights written with numpy). Everything is a pure function of
 (family, seed), so tests can compare runs. Also finds or fetches the default model
-for tests that need it. Knows nothing about the engine.
+for tests that need it, and wraps a model to fault on chosen rows (`FaultyModel`).
+Knows nothing about the engine.
 """
 
 from __future__ import annotations
@@ -282,3 +283,26 @@ def make_tiny_gguf(model_dir: str | Path, out_path: str | Path, quantization: st
     writer.write_tensors_to_file()
     writer.close()
     return out_path
+
+
+class FaultyModel:
+    """A model whose forward raises when `poison` is among the batch's input ids, or (`min_rows`)
+    when the batch has that many rows or more: a model-side fault of one request's row, or of a
+    batch only as a whole (think memory). Everything else is the wrapped model's; `faults` counts
+    the raises."""
+
+    def __init__(self, model, poison: int | None = None, min_rows: int | None = None) -> None:
+        self.model, self.poison, self.min_rows = model, poison, min_rows
+        self.faults = 0
+
+    def forward(self, input_ids, positions, cache, **options):
+        if self.poison is not None and bool((input_ids == self.poison).any()):
+            self.faults += 1
+            raise IndexError("INDICES element is out of DATA bounds (injected)")
+        if self.min_rows is not None and input_ids.numel() >= self.min_rows:
+            self.faults += 1
+            raise RuntimeError("out of memory (injected)")
+        return self.model.forward(input_ids, positions, cache, **options)
+
+    def __getattr__(self, name):
+        return getattr(self.model, name)

@@ -154,7 +154,7 @@ def stage_of(module: str) -> str:
 # Which stages each stage may import (besides itself). Anything not listed is upward.
 FOUNDATION = {"errors", "types", "resources", "envs"}
 ALLOWED = {
-    "errors": set(), "resources": set(), "envs": set(), "types": {"errors"},
+    "errors": set(), "resources": set(), "envs": set(), "memory": set(), "types": {"errors"},
     "native": {"resources", "envs", "errors"},
     "tokenizer": FOUNDATION,
     "sampling": FOUNDATION,

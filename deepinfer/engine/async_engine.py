@@ -110,7 +110,8 @@ class AsyncEngine:
                 continue
             try:
                 outputs = self.engine.step()
-            except Exception as exc:  # an engine bug: fail every open stream rather than hang them
+            except Exception as exc:  # a fault no request caused (a step's compute isolates its
+                # culprit, engine/isolation.py): fail every open stream rather than hang them
                 for request_id in list(self.engine.requests):
                     self._deliver(request_id, RuntimeError(f"engine step failed: {exc!r}"))
                     self.engine.abort(request_id)

@@ -2,7 +2,8 @@
 
 A request with a constraint waits (WAITING_FOR_GRAMMAR) while its constraint
 compiles; the step loop only polls finished futures, so other requests keep
-running. A compile error becomes that request's error message.
+running. A compile error becomes that request's error message, and what the failed compile
+built is given back (deepinfer/memory.py).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from deepinfer.constraints import GENERATION_JSON_OPTIONS, GrammarCompiler, Vocabulary, check_budget
+from deepinfer.memory import forget_frames, give_back
 from deepinfer.types import SamplingParams
 
 
@@ -58,8 +60,10 @@ class ConstraintService:
             if kind == "grammar_ir":
                 return self.compiler.compile_ir(spec)
             return self.compiler.compile_grammar(spec, syntax=params.grammar_syntax)
-        except Exception:
+        except Exception as exc:
             self.num_errors += 1
+            forget_frames(exc)  # the failed build lives on in its frames: drop it, give it back
+            give_back()
             raise
         finally:
             self.compile_seconds += time.perf_counter() - start

@@ -22,6 +22,7 @@ from deepinfer.engine.constraints import ConstraintService
 from deepinfer.engine.config import EngineConfig
 from deepinfer.engine.forward_probe import forward_curve
 from deepinfer.engine.invariance import batch_invariant
+from deepinfer.engine.isolation import run_isolated
 from deepinfer.engine.speculation.jump_forward import ForcedText, jump_forward
 from deepinfer.engine.output import append_token, request_delta
 from deepinfer.engine.scheduler import ScheduledSeq, Scheduler, SchedulerConfig
@@ -133,17 +134,35 @@ class Engine:
         start = time.process_time()  # CPU time: the cost model must not learn other processes' load
         batch = self.scheduler.schedule()
         if batch:
-            input_ids, positions, cache, logits_indices = self._prepare(batch)
-            logits = self._forward(input_ids, positions, cache, logits_indices)
-            rows = rows_of([s.seq for s in batch if s.samples])
-            with torch.inference_mode():  # masks and penalties edit the (inference) logits in place
-                tokens, logprobs = sample_rows(rows, logits, self.eos_ids)
-            self._advance(batch, tokens, logprobs)
-            if speculator is not None and all(s.samples for s in batch):
-                speculator.observe_step(len(input_ids), time.process_time() - start)
+            # A fault while computing fails only the request that causes it (isolation.py).
+            done = run_isolated(batch, self._compute, self._fail_request)
+            self._advance(done.batch, done.tokens, done.logprobs)
+            if speculator is not None and not done.faulted and all(s.samples for s in batch):
+                speculator.observe_step(sum(s.num_new for s in batch), time.process_time() - start)
         else:
             self._fail_unschedulable()
         return self._postprocess()
+
+    def _compute(self, batch: list[ScheduledSeq]) -> tuple[list[int], list]:
+        """Forward and sample one batch -> (tokens, logprobs), a row per sampled position. Changes
+        no sequence: rerunning it on the same sequences gives the same result (isolation.py)."""
+        input_ids, positions, cache, logits_indices = self._prepare(batch)
+        logits = self._forward(input_ids, positions, cache, logits_indices)
+        rows = rows_of([s.seq for s in batch if s.samples])
+        with torch.inference_mode():  # masks and penalties edit the (inference) logits in place
+            return sample_rows(rows, logits, self.eos_ids)
+
+    def _fail_request(self, request: Request, exc: BaseException) -> None:
+        """Finish every sequence of the request with "error" and free its KV blocks."""
+        message = (f"the engine failed computing this request and stopped it ({type(exc).__name__}: {exc}); "
+                   f"the other requests went on")
+        request.error = message
+        self._compiling.pop(request.request_id, None)
+        for seq in request.sequences:
+            if not seq.finished:
+                seq.finish(FinishReason.ERROR, error=message)
+                self._release(seq)
+        self._touched[request.request_id] = request
 
     def _prepare(self, batch: list[ScheduledSeq]):
         ids, positions, parts, logits_indices, offset = [], [], [], [], 0
@@ -170,12 +189,20 @@ class Engine:
         row = 0
         for item in batch:
             seq, samples = item.seq, item.samples  # (before num_computed moves)
-            seq.num_computed += item.num_new - item.num_draft
-            if samples:
-                count = item.num_draft + 1
-                self._accept(seq, tokens[row:row + count], logprobs[row:row + count])
+            count = item.num_draft + 1 if samples else 0
+            if seq.finished:  # another sequence of its request failed below
                 row += count
-            self.blocks.commit(seq.table, seq.token_ids, seq.num_computed)
+                continue
+            try:
+                seq.num_computed += item.num_new - item.num_draft
+                if samples:
+                    self._accept(seq, tokens[row:row + count], logprobs[row:row + count])
+                self.blocks.commit(seq.table, seq.token_ids, seq.num_computed)
+            except Exception as exc:  # its matcher, detokenizer, ...: only this request fails
+                self._fail_request(seq.request, exc)  # (frees its blocks)
+                row += count
+                continue
+            row += count
             if seq.finished:
                 self._release(seq)
         self.counters["steps"] += 1
@@ -245,12 +272,16 @@ class Engine:
                     seq.finish(FinishReason.ERROR, error=f"constraint error: {exc}")
                 self._touched[request_id] = request
                 continue
-            for seq in request.sequences:
-                seq.matcher = guided.start(request.compiled)
-                # Text forced from the start (e.g. "{") joins the prompt's prefill.
-                self.counters["generation_tokens"] += self._jump_forward(seq)
-                if seq.finished:
-                    self._touched[request_id] = request
+            try:
+                for seq in request.sequences:
+                    seq.matcher = guided.start(request.compiled)
+                    # Text forced from the start (e.g. "{") joins the prompt's prefill.
+                    self.counters["generation_tokens"] += self._jump_forward(seq)
+                    if seq.finished:
+                        self._touched[request_id] = request
+            except Exception as exc:  # a matcher that cannot start fails only its own request
+                self._fail_request(request, exc)
+                continue
             self._enqueue(request)
 
     def _enqueue(self, request: Request) -> None:

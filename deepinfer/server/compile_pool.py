@@ -6,7 +6,9 @@ behind a compile that ran out of time: a compile past its deadline is answered a
 compiler returns (stopping a compile midway is the compiler's business). Such abandoned
 threads still use CPU and memory, so at most `max_abandoned` of them are let go; past that,
 a timed-out compile keeps its slot until its thread ends, which slows admissions down
-instead of piling up threads. Requests with the same constraint share one compile.
+instead of piling up threads. Requests with the same constraint share one compile. A compile
+that raises leaves nothing behind: its frames' locals are dropped and its memory given back to
+the OS (deepinfer/memory.py) before the error is delivered.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import asyncio
 import threading
 from collections.abc import Callable, Hashable
 from typing import Any
+
+from deepinfer.memory import forget_frames, give_back
 
 
 class CompileTimeout(Exception):
@@ -89,12 +93,18 @@ class CompilePool:
     def _work(work: Callable[[], Any], loop: asyncio.AbstractEventLoop, done: asyncio.Future) -> None:
         try:
             result, error = work(), None
-        except BaseException as exc:  # delivered to the awaiting request
+        except BaseException as exc:  # delivered to the awaiting request (or to nobody: abandoned)
+            # A refused compile's state lives on in its exception's frames: drop it, then give
+            # its memory back (deepinfer/memory.py), before anyone can hold on to the error.
+            forget_frames(exc)
+            give_back()
             result, error = None, exc
         try:
             loop.call_soon_threadsafe(_settle, done, result, error)
         except RuntimeError:  # the loop is closed (server stopped): nobody waits any more
             pass
+        finally:
+            del work, result, error  # this frame is in the error's traceback: no cycle through it
 
 
 def _settle(done: asyncio.Future, result: Any, error: BaseException | None) -> None:

@@ -12,6 +12,7 @@ a cache hit when both share one compiler.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import time
 from collections import OrderedDict
@@ -21,6 +22,7 @@ import jsonschema
 
 from deepinfer.constraints import needed_tokens
 from deepinfer.errors import UserError
+from deepinfer.memory import forget_frames
 from deepinfer.server.compile_pool import CompilePool, CompileTimeout
 from deepinfer.server.errors import APIError, bad_request
 from deepinfer.types import ConstraintSpec
@@ -55,9 +57,10 @@ def compile_spec(compiler: Any, spec: ConstraintSpec, json_whitespace: str | Non
 
 
 def refusal_key(spec: ConstraintSpec) -> str:
-    """The constraint's value as text: JSON, or a composed grammar as its printed rules (what
-    GrammarCompiler.compile_ir keys its cache by)."""
-    return str(spec.value) if spec.kind == "ir" else json.dumps(spec.value, sort_keys=True)
+    """A digest of the constraint's value as text (JSON, or a composed grammar as its printed
+    rules): the refusal memory keeps 256 of them, and a refused schema can be megabytes."""
+    text = str(spec.value) if spec.kind == "ir" else json.dumps(spec.value, sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class ConstraintValidator:
@@ -112,10 +115,11 @@ class ConstraintValidator:
                        "simplify it (fewer alternatives, smaller bounded repetitions)")
         except APIError:  # the schema is not valid against its metaschema: already a 400
             raise
-        except UserError as exc:  # ConstraintError and friends: the user's constraint is at fault
-            problem = str(exc)
-        except (ValueError, TypeError, RecursionError) as exc:
-            problem = f"cannot compile this {spec.kind.replace('_', ' ')}: {exc}"
+        except (UserError, ValueError, TypeError, RecursionError) as exc:
+            # UserError (ConstraintError and friends): the user's constraint is at fault
+            problem = str(exc) if isinstance(exc, UserError) else \
+                f"cannot compile this {spec.kind.replace('_', ' ')}: {exc}"
+            forget_frames(exc)  # the pool's frames hold the request (schema included): a cycle
         finally:
             if self.on_compiled is not None:
                 self.on_compiled(time.perf_counter() - start, problem is None)
