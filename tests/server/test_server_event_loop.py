@@ -97,15 +97,17 @@ def test_health_and_streams_keep_their_pace_while_huge_bodies_arrive(roomy_serve
         "model": "tiny", "messages": [{"role": "user", "content": "x"}], "max_tokens": 2,
         "response_format": {"type": "json_schema", "json_schema": {"name": "s", "schema": {"type": "string"}}}})
     assert warm.status_code == 200, warm.text
-    # Work done on the event loop would stall every attempt alike; a loaded machine stalls some.
+    # Work done on the event loop would stall every attempt alike, by at least the ~0.3 s the wide
+    # schema takes to compile (seconds for the 10 MB prompt); a loaded machine stalls some attempts
+    # by a GIL switch interval or two.
     runs = []
-    for _ in range(3):
+    for _ in range(4):
         gap, health, answers = worst_pauses(url, [("/v1/completions", prompt), ("/v1/chat/completions", schema)])
         assert answers[0][0] == 400 and answers[0][1]["code"] == "context_length_exceeded", answers[0]
         # compiled (off the loop), then refused: no complete output of the wide schema fits 2 tokens
         assert answers[1][0] == 400 and answers[1][1]["param"] == "max_tokens", answers[1]
         runs.append((round(gap, 3), round(health, 3)))
-        if gap < 0.1 and health < 0.1:
+        if gap < 0.2 and health < 0.2:
             return
     raise AssertionError(f"(longest inter-token gap, longest /health) in seconds, per run: {runs}")
 
