@@ -55,7 +55,7 @@ def test_native_kernels_know_nothing_of_the_stages_that_call_them(path):
 
 
 @pytest.mark.parametrize("subpackage", ["model", "engine", "kvcache", "sampling", "constraints",
-                                        "server", "tokenizer", "native"])
+                                        "server", "tokenizer", "native", "router"])
 def test_every_subpackage_says_what_it_owns(subpackage):
     init = PACKAGE / subpackage / "__init__.py"
     assert ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))), f"{init} needs a docstring"
@@ -168,6 +168,7 @@ ALLOWED = {
     "constraints": FOUNDATION | {"constraints.base", "constraints.api", "constraints.regular"},
     "kvcache": FOUNDATION | {"native"},
     "model": FOUNDATION | {"native", "tokenizer"},
+    "router": FOUNDATION | {"engine", "kvcache", "tokenizer"},
 }
 
 
