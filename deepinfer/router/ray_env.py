@@ -54,7 +54,7 @@ def connect(address: str | None = None, num_cpus: int | None = None, timeout_s: 
         return True
     # a local cluster: its workers must import the same deepinfer as this process does
     root = str(Path(__file__).resolve().parents[2])
-    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+    path = f"{root}{os.pathsep}${{PYTHONPATH}}"  # Ray expands ${VAR} from the raylet's environment
     for attempt in range(LOCAL_START_ATTEMPTS):
         try:
             ray.init(num_cpus=num_cpus, include_dashboard=False, logging_level="warning",
