@@ -58,6 +58,7 @@ class ReplicaPool:
         self._ray = import_ray()
         self.replicas = [_Replica(i, a) for i, a in enumerate(actors)]
         self.policy, self.tokenizer, self.owns_ray = policy, tokenizer, owns_ray
+        self.info = info
         self.block_size, self.vocab_size = info["block_size"], info["vocab_size"]
         self.max_model_len, self.model_config = info["max_model_len"], info["model_config"]
         self.index = PrefixIndex()
