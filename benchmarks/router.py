@@ -67,8 +67,10 @@ def live(args, results) -> list[list]:
             prompts = [s + [rng.randrange(3, 300) for _ in range(args.user_tokens)]
                        for _ in range(args.users) for s in systems]
             rng.shuffle(prompts)
+            asyncio.run(pool.refresh())  # stats as of now: the replicas are shared between runs
             before = pool.stats().get("prefix_cache_hit_tokens", 0)
             seconds, ttfts, tokens = asyncio.run(run_workload(pool, prompts, params, args.concurrency))
+            asyncio.run(pool.refresh())
             hit = pool.stats().get("prefix_cache_hit_tokens", 0) - before
             rows.append([replicas, policy if replicas == 2 else "-", round(tokens / seconds, 1),
                          round(quantile(ttfts, 0.5) * 1000), round(quantile(ttfts, 0.99) * 1000),

@@ -183,6 +183,10 @@ class ReplicaPool:
             self.index.apply(replica.index, events)
             replica.stats = stats
 
+    async def refresh(self) -> None:
+        """Poll every live replica now (events and stats as of this moment, e.g. before reading `stats`)."""
+        await asyncio.gather(*(self._poll(r) for r in self.replicas if r.alive))
+
     async def _revive(self, replica: _Replica) -> None:
         """A replica Ray restarted answers again: it starts with an empty cache."""
         try:
