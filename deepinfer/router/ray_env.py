@@ -58,7 +58,9 @@ def connect(address: str | None = None, num_cpus: int | None = None, timeout_s: 
     for attempt in range(LOCAL_START_ATTEMPTS):
         try:
             ray.init(num_cpus=num_cpus, include_dashboard=False, logging_level="warning",
-                     runtime_env={"env_vars": {"PYTHONPATH": path}})
+                     runtime_env={"env_vars": {"PYTHONPATH": path}},
+                     # the raylet gives up on its (Python) agents after a few seconds on a loaded machine
+                     _system_config={"agent_register_timeout_ms": 120_000})
             return True
         except Exception as exc:  # Ray waits a fixed 30 s for its raylet, too little on a loaded machine
             ray.shutdown()
