@@ -55,7 +55,8 @@ def test_native_kernels_know_nothing_of_the_stages_that_call_them(path):
 
 
 @pytest.mark.parametrize("subpackage", ["model", "engine", "kvcache", "sampling", "constraints",
-                                        "server", "tokenizer", "native", "parallel"])
+                                        "server", "tokenizer", "native", "parallel",
+                                        "router"])
 def test_every_subpackage_says_what_it_owns(subpackage):
     init = PACKAGE / subpackage / "__init__.py"
     assert ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))), f"{init} needs a docstring"
@@ -170,6 +171,7 @@ ALLOWED = {
     "model": FOUNDATION | {"native", "tokenizer"},
     # parallel runs engines per rank (disaggregation) and reshapes their models (expert parallelism)
     "parallel": FOUNDATION | {"native", "tokenizer", "model", "kvcache", "engine"},
+    "router": FOUNDATION | {"engine", "kvcache", "tokenizer"},
 }
 
 

@@ -13,6 +13,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TEST_ONLY = {"testing.py"}
+# Optional extras (besides dev): their modules are imported inside functions only, by these files,
+# so the base install imports deepinfer without them.
+OPTIONAL_IMPORTS = {"ray": {"router/ray_env.py"}}
 
 
 def canonical(name: str) -> str:
@@ -34,7 +37,45 @@ def imported_modules() -> set[str]:
                 names |= {alias.name.split(".")[0] for alias in node.names}
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 names.add(node.module.split(".")[0])
-    return {n for n in names if n != "deepinfer" and n not in sys.stdlib_module_names}
+    return {n for n in names if n != "deepinfer" and n not in sys.stdlib_module_names and n not in OPTIONAL_IMPORTS}
+
+
+def optional_extras() -> set[str]:
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    return {canonical(re.split(r"[<>=!~\[; ]", dep, maxsplit=1)[0])
+            for name, deps in extras.items() if name != "dev" for dep in deps}
+
+
+def top_level_imports(path: Path) -> set[str]:
+    """Third-party modules a file imports at module level (run on `import deepinfer...`)."""
+    names = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_optional_extras_are_imported_lazily_and_only_where_declared():
+    extras = optional_extras()
+    for module, files in OPTIONAL_IMPORTS.items():
+        assert canonical(module) in extras, f"{module} is imported as optional but no extra provides it"
+        dev = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]["dev"]
+        assert any(canonical(re.split(r"[<>=!~\[; ]", d, maxsplit=1)[0]) == canonical(module) for d in dev), \
+            f"the dev extra must include {module}: its tests need it"
+    for path in (ROOT / "deepinfer").rglob("*.py"):
+        rel = path.relative_to(ROOT / "deepinfer").as_posix()
+        tree_names = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                tree_names |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                tree_names.add(node.module.split(".")[0])
+        for module, files in OPTIONAL_IMPORTS.items():
+            if module in tree_names:
+                assert rel in files, f"{rel} imports optional {module}; only {sorted(files)} may"
+                assert module not in top_level_imports(path), f"{rel} imports optional {module} at module level"
 
 
 def required_by(distributions: set[str]) -> set[str]:

@@ -65,6 +65,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="bound on the block files under --kv-tier-dir (default 8 GiB)")
     parser.add_argument("--kv-tier-host-bytes", type=int, default=None,
                         help="bound on prefix KV blocks kept in host memory (default 0: none)")
+    parser.add_argument("--data-parallel", type=int, default=1, metavar="N",
+                        help="engine replicas, each a full engine in its own Ray actor (default 1: no Ray); "
+                             "needs pip install 'deepinfer[dist]'")
+    parser.add_argument("--router", choices=("cache_aware", "round_robin", "least_loaded"), default="cache_aware",
+                        help="how requests are spread over replicas (default cache_aware: the replica "
+                             "caching the longest prefix of the prompt, bounded by load)")
+    parser.add_argument("--ray-address", default=None,
+                        help="join this Ray cluster (host:port or auto) instead of starting a local one")
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
 
 
@@ -90,5 +98,6 @@ def run(args: argparse.Namespace) -> int:
           default_max_tokens=args.max_tokens_default, engine_kwargs=engine_kwargs, log_level=args.log_level,
           json_whitespace=args.json_whitespace, reasoning_end=args.reasoning_end,
           compile_timeout_s=args.compile_timeout, compile_workers=args.compile_workers,
-          max_body_bytes=args.max_body_bytes, allowed_hosts=tuple(args.allowed_hosts))
+          max_body_bytes=args.max_body_bytes, allowed_hosts=tuple(args.allowed_hosts),
+          data_parallel=args.data_parallel, router=args.router, ray_address=args.ray_address)
     return 0

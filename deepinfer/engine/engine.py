@@ -30,7 +30,7 @@ from deepinfer.engine.sequence import Sequence
 from deepinfer.engine.speculation.speculative import Speculator
 from deepinfer.engine.speculation.verify import rows_of, sample_rows
 from deepinfer.errors import UserError
-from deepinfer.kvcache import StorageConfig, TierConfig, build_storage
+from deepinfer.kvcache import BlockManager, StorageConfig, TierConfig, build_storage
 from deepinfer.sampling import derive_seed
 from deepinfer.types import FinishReason, Request, RequestOutput, RequestStatus, SamplingParams, fresh_seed
 
@@ -306,6 +306,20 @@ class Engine:
             self._touched[seq.request.request_id] = seq.request
 
     # -- introspection ------------------------------------------------------------------------------
+    def enable_kv_events(self) -> bool:
+        """Publish prefix-cache changes (kvcache/events.py) for `drain_kv_events`; False where this
+        model's block manager does not publish them (sliding-window and hybrid caches)."""
+        enable = getattr(type(self.blocks), "enable_events", None)
+        if enable is None or type(self.blocks).commit is not BlockManager.commit:
+            return False
+        enable(self.blocks)
+        return True
+
+    def drain_kv_events(self) -> list:
+        """KV events since the last call, oldest first (thread-safe: the log has its own lock)."""
+        events = getattr(self.blocks, "events", None)
+        return events.drain() if events is not None else []
+
     def stats(self) -> dict:
         return {
             "num_waiting": len(self.scheduler.waiting) + len(self._compiling),

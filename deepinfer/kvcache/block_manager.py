@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
+from deepinfer.kvcache.events import AllCleared, BlockRemoved, BlockStored, KVEventLog
+
 
 def chain_hash(parent: int | None, tokens: tuple[int, ...]) -> int:
     """Key of a full block: depends on every token before it, through `parent`."""
@@ -53,10 +55,21 @@ class BlockManager:
         self.never_used: deque[int] = deque(range(num_blocks))
         self.evictable: OrderedDict[int, None] = OrderedDict()  # ref 0 but cached, oldest first
         self.stats = PrefixCacheStats()
+        self._parents: dict[int, int | None] = {}  # chain hash -> its parent's, for KV events
         self.replayed_tokens = 0  # tokens recomputed before a restored point (replay.py)
         # A KV tier (kvcache/tier/offload.py KVTier) or None: told of every block registered in
         # the prefix cache (`registered`), asked to continue a prefix hit past the pool (`extend`).
         self.tier = None
+        self.events: KVEventLog | None = None  # prefix-cache changes, once a subscriber enables them
+
+    def enable_events(self) -> KVEventLog:
+        """Start publishing KV events (events.py); the blocks cached so far are announced first."""
+        if self.events is None:
+            self.events = KVEventLog()
+            for key, block in self.cached.items():  # parents before children: dicts keep insertion order
+                parent = self._parents.get(key)
+                self.events.publish(BlockStored(key, parent, self.block_tokens[block]))
+        return self.events
 
     # -- capacity ---------------------------------------------------------------------------
     @property
@@ -123,6 +136,9 @@ class BlockManager:
         block = self._pop_free()
         self.cached[key] = block
         self.block_hash[block], self.block_tokens[block] = key, tokens
+        self._parents[key] = parent
+        if self.events is not None:  # a block loaded from a tier is cached here like a computed one
+            self.events.publish(BlockStored(key, parent, tokens))
         table.block_ids.append(block)
         table.hashes.append(key)
         return block
@@ -143,15 +159,20 @@ class BlockManager:
                 self.block_hash[block], self.block_tokens[block] = key, tokens
                 if self.tier is not None:
                     self.tier.registered(block, key, parent, tokens)
+                self._parents[key] = parent
+                if self.events is not None:
+                    self.events.publish(BlockStored(key, parent, tokens))
 
     def clear_cache(self) -> None:
         """Forget every cached block no live sequence holds (benchmarks: a cold prefix cache)."""
         while self.evictable:
             block, _ = self.evictable.popitem(last=False)
-            if self.cached.get(self.block_hash[block]) == block:
-                del self.cached[self.block_hash[block]]
-            self.block_hash[block] = self.block_tokens[block] = None
+            self._uncache(block)
             self.never_used.append(block)
+        if self.events is not None:
+            self.events.publish(AllCleared())
+            for key, block in self.cached.items():  # blocks live sequences still hold stay cached
+                self.events.publish(BlockStored(key, self._parents.get(key), self.block_tokens[block]))
 
     # -- allocation ----------------------------------------------------------------------------
     def grow(self, table: BlockTable, num_tokens: int) -> bool:
@@ -189,12 +210,19 @@ class BlockManager:
             block = self.never_used.popleft()
         else:
             block, _ = self.evictable.popitem(last=False)  # least recently released
-            key = self.block_hash[block]
-            if self.cached.get(key) == block:
-                del self.cached[key]
-            self.block_hash[block] = self.block_tokens[block] = None
+            self._uncache(block)
         self.ref_counts[block] = 1
         return block
+
+    def _uncache(self, block: int) -> None:
+        """Take an unreferenced block out of the prefix cache (its KV is about to be overwritten)."""
+        key = self.block_hash[block]
+        if self.cached.get(key) == block:
+            del self.cached[key]
+            self._parents.pop(key, None)
+            if self.events is not None:
+                self.events.publish(BlockRemoved(key))
+        self.block_hash[block] = self.block_tokens[block] = None
 
     def slot(self, table: BlockTable, position: int) -> int:
         """Flat slot index of a token position in the paged pool."""

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from deepinfer.engine import AsyncEngine, resolve_model
+from deepinfer.router import ReplicaPool
 from deepinfer.server.config import ServerConfig
 from deepinfer.server.metrics import Metrics
 from deepinfer.server.prompt import max_token_chars
@@ -35,11 +36,17 @@ def build_state(engine: Any, tokenizer: Any, compiler: Any, config: ServerConfig
 
 
 def load_state(model: str | None = None, *, model_name: str | None = None,
-               engine_kwargs: dict | None = None, **options: Any) -> ServerState:
+               engine_kwargs: dict | None = None, data_parallel: int = 1, router: str = "cache_aware",
+               ray_address: str | None = None, **options: Any) -> ServerState:
     """Load the model and start the AsyncEngine for serving; `options` are ServerConfig fields
-    (api_key, default_max_tokens, compile_timeout_s, max_body_bytes, allowed_hosts, ...)."""
+    (api_key, default_max_tokens, compile_timeout_s, max_body_bytes, allowed_hosts, ...).
+    `data_parallel` > 1 (or a `ray_address`) starts that many replicas on Ray behind `router`."""
     path = resolve_model(model)
-    engine = AsyncEngine(str(path), **(engine_kwargs or {}))
+    if data_parallel != 1 or ray_address is not None:
+        engine = ReplicaPool.start(str(path), data_parallel, policy=router, address=ray_address,
+                                   engine_kwargs=engine_kwargs)
+    else:
+        engine = AsyncEngine(str(path), **(engine_kwargs or {}))
     max_len = getattr(engine.model_config, "max_position_embeddings", None)
     config = ServerConfig(model_name=model_name or Path(model or path).name, max_model_len=max_len, **options)
     state = build_state(engine, engine.tokenizer, engine.compiler, config)

@@ -87,6 +87,24 @@ class EngineStatsCollector:
                 value = stats.get(key)
                 if isinstance(value, (int, float)) and not isinstance(value, bool):
                     yield family(name, help_text, value=float(value))
+        replicas = stats.get("replicas")
+        if isinstance(replicas, list):  # a data-parallel pool: the sums above, and each replica's own
+            yield from self._per_replica(replicas)
+
+    @staticmethod
+    def _per_replica(replicas: list[dict]) -> Iterator[Metric]:
+        up = GaugeMetricFamily("deepinfer_replica_up", "Whether a data-parallel replica is alive.", labels=["replica"])
+        for replica in replicas:
+            up.add_metric([str(replica["index"])], float(bool(replica.get("alive"))))
+        yield up
+        for key, (name, help_text) in ENGINE_GAUGES.items():
+            family = GaugeMetricFamily(name.replace("deepinfer_", "deepinfer_replica_", 1),
+                                       f"{help_text} Per data-parallel replica.", labels=["replica"])
+            for replica in replicas:
+                value = replica.get(key)
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    family.add_metric([str(replica["index"])], float(value))
+            yield family
 
 
 class Metrics:

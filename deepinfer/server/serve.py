@@ -40,4 +40,7 @@ def serve(model: str | None = None, *, host: str = "127.0.0.1", port: int = 8000
     if warning is not None:
         print(warning, file=sys.stderr)
     state = load_state(model, model_name=model_name, engine_kwargs=engine_kwargs, **options)
-    uvicorn.run(create_app(state), host=host, port=port, log_level=log_level)
+    try:
+        uvicorn.run(create_app(state), host=host, port=port, log_level=log_level)
+    finally:
+        state.engine.shutdown()  # a replica pool also stops its Ray actors (and the Ray it started)

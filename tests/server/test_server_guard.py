@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import types
 
 import httpx
 import pytest
@@ -65,7 +66,8 @@ def test_allowed_hosts_and_api_keys_open_other_names(tiny_engine):
 
 def test_serving_beyond_loopback_without_a_key_warns(monkeypatch, capsys):
     seen = {}
-    monkeypatch.setattr(serve_module, "load_state", lambda model, **kw: seen.update(kw) or object())
+    monkeypatch.setattr(serve_module, "load_state", lambda model, **kw: seen.update(kw) or types.SimpleNamespace(
+        engine=types.SimpleNamespace(shutdown=lambda: seen.update(shut=True))))
     monkeypatch.setattr(serve_module, "create_app", lambda state: state)
     monkeypatch.setattr(serve_module.uvicorn, "run", lambda app, host, port, log_level: seen.update(host=host))
     monkeypatch.delenv("DEEPINFER_API_KEY", raising=False)
@@ -76,7 +78,7 @@ def test_serving_beyond_loopback_without_a_key_warns(monkeypatch, capsys):
     err = capsys.readouterr().err
     assert "warning: serving on 0.0.0.0 without --api-key" in err
     assert seen["host"] == "0.0.0.0" and seen["max_body_bytes"] == 1000 and seen["compile_workers"] == 3
-    assert seen["allowed_hosts"] == ("a.lan", "b.lan")
+    assert seen["allowed_hosts"] == ("a.lan", "b.lan") and seen["shut"]
     serve_cli.run(parser.parse_args(["--api-key", "sk-1", "--host", "0.0.0.0"]))
     serve_cli.run(parser.parse_args(["--host", "127.0.0.1"]))
     assert "warning" not in capsys.readouterr().err
