@@ -147,6 +147,16 @@ def freeze_survivors() -> None:
         _freeze()
 
 
+def freeze_abandoned() -> None:
+    """Inside a paused build that is being abandoned (a compile stopped at its time limit):
+    freeze what it allocated, as a finished compile's survivors are, so the first young pass
+    after the pause does not scan that garbage (~0.25 s past the limit for a schema that
+    lowered for 2 s); it is collected with the next unfreeze + full pass. A no-op with
+    DEEPINFER_GC_FREEZE=0."""
+    if envs.GC_FREEZE.enabled():
+        _freeze()
+
+
 def _freeze() -> None:
     global _unfreeze_at_exit
     if not _unfreeze_at_exit:
