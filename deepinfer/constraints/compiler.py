@@ -101,7 +101,8 @@ class GrammarCompiler:
                 self._warm(compiled, time.perf_counter() - started, limit)
         if stopped is not None:
             raise stopped
-        freeze_survivors()  # the compiled automaton is long-lived: out of full GC passes
+        # the compiled automaton is long-lived: out of full GC passes
+        freeze_survivors(None if limit is None else limit.left())
         with self._lock:
             self._cache[key] = compiled
             while len(self._cache) > self.cache_size:
