@@ -146,7 +146,7 @@ def stage_of(module: str) -> str:
     if parts[1] == "constraints" and len(parts) > 2:
         if parts[2] in ("ir", "regular", "cfg", "frontends"):
             return "constraints." + parts[2]
-        if parts[2] in ("automaton", "errors", "vocab", "bitmask"):
+        if parts[2] in ("automaton", "errors", "vocab", "bitmask", "deadline"):
             return "constraints.base"
         return "constraints.api"
     return parts[1]

@@ -21,6 +21,7 @@ from __future__ import annotations
 import time
 
 from . import cfg, ir
+from . import deadline as compile_deadline
 from .automaton import TokenAutomaton
 from .errors import ConstraintError, Reason
 from .frontends.json.lowered import LoweredSchema
@@ -46,6 +47,7 @@ def build_schema(lowered: LoweredSchema, vocab: Vocabulary, limits: Limits) -> t
     """(automaton, stats) of a lowered JSON Schema; stats: `lower_s`, `build_s`, `back_end`
     ("dfa" or "cfg") and, for one DFA, `dfa_states`."""
     started = time.perf_counter()
+    compile_deadline.set_stage("building its automaton")
     grammar, split = lowered.grammar, lowered.split
     regular = not ir.is_recursive(grammar)
     states = nfa_states(grammar) if regular else None

@@ -18,9 +18,10 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import ir
+from . import deadline, ir
 from .automaton import TokenAutomaton
 from .backends import build_automaton, build_schema
+from .deadline import Deadline, DeadlineExceeded
 from .errors import ConstraintError
 from .frontends.ebnf import lower_grammar
 from .frontends.json.distinct import distinct_items  # noqa: F401 - re-exported by the package
@@ -28,7 +29,7 @@ from .frontends.json.lowered import lower_for_compiler
 from .frontends.json.schema import pydantic_schema
 from .frontends.regex import lower_regex
 from .regular.dfa import Limits, determinize_expr
-from .regular.gcpause import freeze_survivors, gc_paused
+from .regular.gcpause import freeze_abandoned, freeze_survivors, gc_paused
 from .vocab import Vocabulary
 
 
@@ -94,18 +95,40 @@ class GrammarCompiler:
             if hit is not None:
                 self._cache.move_to_end(key)
                 return hit
+        limit = self._deadline(key[0])
+        stopped = None
         with gc_paused():
             started = time.perf_counter()
-            compiled = build()
-            self._warm(compiled, time.perf_counter() - started)
-        freeze_survivors()  # the compiled automaton is long-lived: out of full GC passes
+            with deadline.scope(limit):
+                try:
+                    compiled = build()
+                    if limit is not None:
+                        limit.check()  # a limit met inside a fallback that was then left is still met
+                except DeadlineExceeded as exc:
+                    exc.__traceback__ = None  # the stopped compile's frames: its IR is garbage now
+                    stopped = exc.deadline.error()
+                    freeze_abandoned()
+            if stopped is None:
+                self._warm(compiled, time.perf_counter() - started, limit)
+        if stopped is not None:
+            raise stopped
+        # the compiled automaton is long-lived: out of full GC passes
+        freeze_survivors(None if limit is None else limit.left())
         with self._lock:
             self._cache[key] = compiled
             while len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
         return compiled
 
-    def _warm(self, compiled: CompiledConstraint, spent_s: float) -> None:
+    def _deadline(self, kind: str) -> Deadline | None:
+        """This compile's Deadline when the Limits set a compile time or state limit."""
+        limits = self.limits
+        if limits.compile_time_s is None and limits.max_compile_states is None:
+            return None
+        label = {"json_schema": "JSON Schema", "ir": "grammar"}.get(kind, kind)
+        return Deadline(limits.compile_time_s, limits.max_compile_states, limits.limit_option, label)
+
+    def _warm(self, compiled: CompiledConstraint, spent_s: float, limit: Deadline | None = None) -> None:
         """Precompute what token steps would build on first use, for big grammars only:
         a compile over WARM_AFTER_S, or a context-free grammar of over WARM_MIN_LEXEMES
         lexemes (the same choice on a fast or a loaded machine, for most schemas).
@@ -116,7 +139,11 @@ class GrammarCompiler:
         mask is what an interactive user waits on."""
         big = spent_s >= self.warm_after_s or _lexeme_count(compiled.automaton) > WARM_MIN_LEXEMES
         if self.warm_share > 0 and big:
-            compiled.precompute_masks(budget_s=min(spent_s * self.warm_share, WARM_MAX_S))
+            budget = min(spent_s * self.warm_share, WARM_MAX_S)
+            left = None if limit is None else limit.left()
+            if left is not None:  # within the compile's time limit, with room for one lexeme's overrun
+                budget = min(budget, 0.5 * left)
+            compiled.precompute_masks(budget_s=budget)
 
     # ----------------------------------------------------------- front doors
     def compile_regex(self, pattern: str) -> CompiledConstraint:
@@ -152,6 +179,7 @@ class GrammarCompiler:
         t0 = time.perf_counter()
         grammar = lower()
         t1 = time.perf_counter()
+        deadline.set_stage("building its automaton")
         automaton = self.build_automaton(grammar)
         t2 = time.perf_counter()
         stats = {"lower_s": t1 - t0, "build_s": t2 - t1}

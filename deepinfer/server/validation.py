@@ -12,6 +12,7 @@ a cache hit when both share one compiler.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import time
@@ -69,6 +70,12 @@ class ConstraintValidator:
     def __init__(self, compiler: Any, on_compiled: Callable[[float, bool], None] | None = None,
                  json_whitespace: str | None = None, timeout_s: float = 60.0, workers: int = 4) -> None:
         self.compiler = compiler
+        limits = getattr(compiler, "limits", None)
+        if dataclasses.is_dataclass(limits):
+            # the compile stops itself at the timeout (deadline.py), with a message naming the
+            # sub-schema it had reached, before the pool gives up on it and lets its thread run on
+            compiler.limits = dataclasses.replace(limits, compile_time_s=timeout_s,
+                                                  limit_option="`deepinfer serve --compile-timeout`")
         self.json_whitespace = json_whitespace
         self.on_compiled = on_compiled
         self.timeout_s = timeout_s
@@ -109,7 +116,9 @@ class ConstraintValidator:
         start = time.perf_counter()
         problem, need = None, None
         try:
-            need = await self.pool.run(key, lambda: self._check_and_compile(spec), self.timeout_s)
+            # the compiler stops itself at timeout_s (its Limits); the pool's own timeout is the
+            # backstop for a compile that cannot (the limit's promise: within 10% or 50 ms)
+            need = await self.pool.run(key, lambda: self._check_and_compile(spec), 1.1 * self.timeout_s + 0.05)
         except CompileTimeout:
             problem = (f"the {spec.kind.replace('_', ' ')} did not compile within {self.timeout_s:g} s; "
                        "simplify it (fewer alternatives, smaller bounded repetitions)")

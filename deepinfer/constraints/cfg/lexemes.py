@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 
 from .. import ir
+from .. import deadline as compile_deadline
 from ..regular.dfa import Limits, budget_clock
 from ..errors import ConstraintError, Reason
 from ..regular.facts import FactsCache
@@ -183,6 +184,7 @@ class _Splitter:
         """(lexeme index of expr minus ε or None if that is empty, expr nullable?)."""
         if expr in self.lexeme_ids:
             return self.lexeme_ids[expr]
+        compile_deadline.check()
         if budget_clock() > self.deadline:  # fail closed in bounded time, never hang a caller
             raise ConstraintError(f"grammar too complex: splitting it into lexical pieces took more than "
                                   f"{self.limits.time_budget_s:g} s ({len(self.lexemes)} pieces so far)", Reason.LIMIT)

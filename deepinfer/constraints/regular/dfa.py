@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .minimize import canonical_order, minimize, trim
+from .. import deadline as compile_deadline
 from ..errors import ConstraintError, Reason
 from .native_nfa import NfaTables, nfa_tables
 from .native_subset import subset_table
@@ -36,6 +37,11 @@ class Limits:
     max_nfa_states: int = 200_000
     max_dfa_states: int = 20_000
     time_budget_s: float = 10.0
+    # a whole compile's limits (deadline.py; None: none): wall seconds, and automaton states
+    # built in all (a bound on memory); `limit_option` is how the caller raises them
+    compile_time_s: float | None = None
+    max_compile_states: int | None = None
+    limit_option: str = "Limits(compile_time_s=..., max_compile_states=...)"
 
 
 @dataclass
@@ -120,6 +126,8 @@ def determinize(nfa: Nfa | NfaTables, limits: Limits) -> Dfa:
     rows: list[list[int]] = []
     i = 0
     while i < len(order):
+        if i % 64 == 0:
+            compile_deadline.check()
         if i % 64 == 0 and budget_clock() > deadline:
             raise ConstraintError(f"constraint too complex: determinization exceeded "
                                   f"{limits.time_budget_s:g} s ({len(order)} states)", Reason.LIMIT)
@@ -170,6 +178,7 @@ def literal_set_dfa(texts: list[bytes]) -> Dfa:
 
 def _finish(table: np.ndarray, accepting: np.ndarray, classes: np.ndarray) -> Dfa:
     """Trim, minimize and number canonically a subset construction's [S, C] table."""
+    compile_deadline.add_states(int(table.shape[0]))  # the compile's state limit counts them all
     table, accepting = trim(table, accepting)
     table, accepting, start_block = minimize(table, accepting)
     table, accepting = canonical_order(table, accepting, start_block)

@@ -20,12 +20,14 @@ from itertools import chain
 import numpy as np
 
 from ...native import load_library
+from .. import deadline
 from ..errors import ConstraintError, Reason
 
 _P = ctypes.c_void_p
 _SIGNATURES = {
     "subset_construct": ([ctypes.c_int64] + [_P] * 6 + [ctypes.c_int32] * 3 + [ctypes.c_int64, ctypes.c_double,
-                                                                             _P, _P], ctypes.c_int64),
+                                                                             ctypes.c_double, _P, _P],
+                         ctypes.c_int64),
     "subset_free": ([_P], None),
 }
 _TABLE_SIGNATURES = {
@@ -84,11 +86,12 @@ def _construct(n, eps_start, eps, edge_start, edge_lo, edge_hi, edge_to, start, 
     table_p, acc_p = ctypes.c_void_p(), ctypes.c_void_p()
     count = lib.subset_construct(n, *(a.ctypes.data for a in (eps_start, eps, edge_start, class_lo, class_hi,
                                                               edge_to)),
-                                 start, accept, num_classes, max_states, budget_s,
+                                 start, accept, num_classes, max_states, budget_s, deadline.wall_left(),
                                  ctypes.byref(table_p), ctypes.byref(acc_p))
     if count == -1:
         raise ConstraintError(f"constraint too large: its automaton exceeds {max_states} DFA states", Reason.LIMIT)
     if count == -2:
+        deadline.check()  # the compile's wall-clock limit, if that is what stopped it
         raise ConstraintError("constraint too complex: determinization exceeded its time budget "
                               f"({budget_s:.3g} s were left)", Reason.LIMIT)
     if count < 0:

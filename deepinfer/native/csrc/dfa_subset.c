@@ -7,7 +7,9 @@
    minimizes and renumbers it canonically, so the result does not depend on this order.
    The table and acceptance flags are allocated here (their size is known only at the end) and
    handed to the caller, who copies them and releases them with subset_free.
-   Returns the state count, -1 past max_states, -2 past the CPU-time budget, -3 out of memory. */
+   wall_s bounds wall-clock seconds too (a compile's time limit; <= 0: none).
+   Returns the state count, -1 past max_states, -2 past the CPU-time budget or the wall-clock
+   limit, -3 out of memory. */
 
 #define _POSIX_C_SOURCE 199309L /* clock_gettime under -std=c11 */
 #include <stdint.h>
@@ -20,6 +22,12 @@
 static double cpu_seconds(void) {
     struct timespec t;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static double wall_seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
@@ -77,12 +85,13 @@ int64_t subset_construct(int64_t n, const int32_t *eps_start, const int32_t *eps
                          const int32_t *edge_start, const int32_t *class_lo,
                          const int32_t *class_hi, const int32_t *edge_to, int32_t start,
                          int32_t accept, int32_t num_classes, int64_t max_states, double budget_s,
-                         int32_t **table_out, uint8_t **accepting_out) {
+                         double wall_s, int32_t **table_out, uint8_t **accepting_out) {
     nfa_t a = {0};
     a.n = n, a.eps_start = eps_start, a.eps = eps, a.edge_start = edge_start;
     a.class_lo = class_lo, a.class_hi = class_hi, a.edge_to = edge_to;
     int64_t result = -3, count = 0, slots = 1024;
     double deadline = cpu_seconds() + budget_s;
+    double wall_deadline = wall_s > 0 ? wall_seconds() + wall_s : 0;
     vec sets = {0}, merged = {0}, *buckets = calloc((size_t)num_classes, sizeof(vec));
     int64_t *set_at = malloc((size_t)(max_states + 1) * sizeof(int64_t));
     int32_t *set_len = malloc((size_t)(max_states + 1) * sizeof(int32_t));
@@ -110,7 +119,7 @@ int64_t subset_construct(int64_t n, const int32_t *eps_start, const int32_t *eps
     slot[hash_set(sets.data, first_len) & (uint64_t)(slots - 1)] = 0;
     count = 1;
     for (int64_t d = 0; d < count; d++) {
-        if ((d & 63) == 0 && cpu_seconds() > deadline) {
+        if ((d & 63) == 0 && (cpu_seconds() > deadline || (wall_s > 0 && wall_seconds() > wall_deadline))) {
             result = -2;
             goto done;
         }

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 
+from deepinfer.constraints import deadline as compile_deadline
 from deepinfer.constraints import ir
 from deepinfer.constraints.errors import ConstraintError
 from deepinfer.constraints.ir import Expr, alt, literal
@@ -106,7 +107,9 @@ class Lowerer:
         raise self.fail("/", "unsatisfiable: no finite JSON value is valid against the schema")
 
     def check_time(self, ptr: str) -> None:
-        """Fail closed long before a caller's timeout (called wherever lowering loops)."""
+        """Fail closed long before a caller's timeout (called wherever lowering loops); the
+        compile's own limit (deadline.py) is told the pointer reached."""
+        compile_deadline.check(ptr)
         if lowering_clock() > self.deadline:
             raise ConstraintError(f"JSON Schema too complex: lowering took over {LOWER_TIME_BUDGET_S:g} s "
                                   f"(at {ptr or '/'})")

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from deepinfer.constraints import deadline as compile_deadline
+
 from .merge import TYPES, MergeError, canon, merge
 from .order import ANY_OF_POS, COND_POS, ONE_OF_POS, POS, shifted
 from .drafts import UNDECLARED, Draft, draft_of
@@ -44,6 +46,7 @@ class Normalizer:
 
     def normalize(self, node: Node, depth: int = 0) -> dict | bool:
         """The canonical dict of a schema (True/False for boolean schemas)."""
+        compile_deadline.check(node.ptr)  # merges can normalize a member many times over
         s = node.schema
         if isinstance(s, bool):
             return s

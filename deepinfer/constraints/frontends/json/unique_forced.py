@@ -25,6 +25,8 @@ modes); knows nothing about schemas.
 
 from __future__ import annotations
 
+from deepinfer.constraints import deadline as compile_deadline
+
 _WS = b" \t\n\r"
 V, K, S, SK, C, A, N = range(7)  # unique.py's tracker modes
 DEPTH = 3  # bytes looked ahead along earlier items' texts
@@ -154,5 +156,7 @@ def token_texts(vocab) -> dict[bytes, list[int]]:
         for i, data in enumerate(vocab.token_bytes):
             if data:
                 got.setdefault(squeeze(data), []).append(i)
+            if i & 16383 == 0:
+                compile_deadline.check()  # ~0.2 s in all: a time-limited compile stops here
         vocab.mask_cache["unique_squeezed_ids"] = got
     return got

@@ -30,6 +30,8 @@ from typing import Any, Hashable
 
 import numpy as np
 
+from deepinfer.constraints import deadline as compile_deadline
+
 from .tracked import TrackedAutomaton
 from .unique_forced import dead, forced_dead, squeeze, suspects, token_texts
 
@@ -73,29 +75,8 @@ class UniqueItemsAutomaton(TrackedAutomaton):
         self.policy = policy
         self._suspect_sets: dict = {}  # unique_forced.suspects, per tracker position
         token_texts(self.vocab)  # built once per vocabulary, at compile time (~0.2 s for 129K tokens)
-        tokens = self.vocab.token_bytes
-        # a token is refused where it completes a duplicate or starts a taken literal: each set
-        # below holds every token that can do so from some tracker state (_candidates)
-        two_ends = np.array([t is not None and (sum(b in _CLOSERS for b in t) >= 2
-                                                or _COMMA_LITERAL.search(t) is not None) for t in tokens],
-                            dtype=bool)  # two items in one token, or an item then a literal
-        self._has = {
-            "quote": np.array([t is not None and b'"' in t for t in tokens], dtype=bool),
-            "term": np.array([t is not None and any(b in _TERMINATORS for b in t) for t in tokens], dtype=bool),
-            "two_ends": two_ends,
-            # out of an inner container (`]`/`}`), or two items in a new one
-            "bracket": np.array([t is not None and (b"]" in t or b"}" in t) for t in tokens], dtype=bool)
-            | two_ends,
-        }
-        self._opens_ids = np.flatnonzero(two_ends & np.array([t is not None and b"[" in t for t in tokens],
-                                                             dtype=bool))
-        # opening tokens that start an array (after whitespace) and open nothing else: outside every
-        # unique array, one can be refused only if that new array is unique (_opens_unique)
-        self._simple_open = np.zeros(len(tokens), dtype=bool)
-        self._simple_open[self._opens_ids] = [_opens_one_array(tokens[i]) for i in self._opens_ids.tolist()]
-        starts_literal = np.array([t is not None and t.lstrip(b" \t\n\r")[:1] in (b"t", b"f", b"n")
-                                   for t in tokens], dtype=bool)
-        self._has["from_value"] = _completes_from_value(self.vocab) | self._has["bracket"] | starts_literal
+        # which tokens can end an item or open an array: read-only, once per vocabulary
+        self._has, self._opens_ids, self._simple_open = _token_sets(self.vocab)
 
     # ---------------------------------------------------------- protocol
     def initial_state(self) -> Hashable:
@@ -299,11 +280,53 @@ def _item_key(text: bytes) -> str | None:
 _FROM_VALUE: dict = {}
 
 
+
+def _token_sets(vocab) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    """(bool [V] per kind of token the tracker refuses from some state, int64 [k] ids of tokens
+    that close an item and open an array, bool [V] those that open one array and nothing else);
+    computed once per vocabulary (~0.3 s for 129K tokens, once paid by every unique-items
+    compile) and shared read-only."""
+    got = vocab.mask_cache.get("unique_token_sets")
+    if got is not None:
+        return got
+    tokens = vocab.token_bytes
+    # a token is refused where it completes a duplicate or starts a taken literal: each set
+    # below holds every token that can do so from some tracker state (_candidates)
+    two_ends = _per_token(tokens, lambda t: sum(b in _CLOSERS for b in t) >= 2
+                          or _COMMA_LITERAL.search(t) is not None)  # two items in one token, or an item then a literal
+    has = {
+        "quote": _per_token(tokens, lambda t: b'"' in t),
+        "term": _per_token(tokens, lambda t: any(b in _TERMINATORS for b in t)),
+        "two_ends": two_ends,
+        # out of an inner container (`]`/`}`), or two items in a new one
+        "bracket": _per_token(tokens, lambda t: b"]" in t or b"}" in t) | two_ends,
+    }
+    opens_ids = np.flatnonzero(two_ends & _per_token(tokens, lambda t: b"[" in t))
+    # opening tokens that start an array (after whitespace) and open nothing else: outside every
+    # unique array, one can be refused only if that new array is unique (_opens_unique)
+    simple_open = np.zeros(len(tokens), dtype=bool)
+    simple_open[opens_ids] = [_opens_one_array(tokens[i]) for i in opens_ids.tolist()]
+    starts_literal = _per_token(tokens, lambda t: t.lstrip(b" \t\n\r")[:1] in (b"t", b"f", b"n"))
+    has["from_value"] = _completes_from_value(vocab) | has["bracket"] | starts_literal
+    got = vocab.mask_cache["unique_token_sets"] = (has, opens_ids, simple_open)
+    return got
+
+
+def _per_token(tokens: list, test, chunk: int = 8192) -> np.ndarray:
+    """bool [V]: test(bytes) per text token (False for None), a chunk of tokens at a time with
+    the compile's deadline checked between chunks (a pass over 129K tokens is ~50-100 ms)."""
+    out = np.zeros(len(tokens), dtype=bool)
+    for lo in range(0, len(tokens), chunk):
+        compile_deadline.check()
+        out[lo:lo + chunk] = [t is not None and bool(test(t)) for t in tokens[lo:lo + chunk]]
+    return out
+
+
 def _completes_from_value(vocab) -> np.ndarray:
     """bool [V]: the token, read where a value starts, completes a whole value (cached)."""
     got = _FROM_VALUE.get(id(vocab))
     if got is None or len(got) != vocab.size:
-        got = np.array([t is not None and _value_ends(t) for t in vocab.token_bytes], dtype=bool)
+        got = _per_token(vocab.token_bytes, _value_ends)
         _FROM_VALUE[id(vocab)] = got
     return got
 
