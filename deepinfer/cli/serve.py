@@ -74,12 +74,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ray-address", default=None,
                         help="join this Ray cluster (host:port or auto) instead of starting a local one")
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    from deepinfer.cli.quantization_args import add_quantization_argument
+    add_quantization_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     from deepinfer.server.serve import serve
 
     engine_kwargs = {"dtype": args.dtype} if args.dtype else {}
+    if args.quantization != "auto":
+        engine_kwargs["quantization"] = None if args.quantization == "none" else args.quantization
     if args.batch_invariant:
         engine_kwargs["batch_invariant"] = True
     if args.no_speculative:

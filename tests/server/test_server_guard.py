@@ -82,3 +82,18 @@ def test_serving_beyond_loopback_without_a_key_warns(monkeypatch, capsys):
     serve_cli.run(parser.parse_args(["--api-key", "sk-1", "--host", "0.0.0.0"]))
     serve_cli.run(parser.parse_args(["--host", "127.0.0.1"]))
     assert "warning" not in capsys.readouterr().err
+
+
+def test_serve_passes_its_quantization_choice_to_the_engine(monkeypatch):
+    seen = []
+    monkeypatch.setattr(serve_module, "load_state", lambda model, **kw: seen.append(kw["engine_kwargs"]) or
+                        types.SimpleNamespace(engine=types.SimpleNamespace(shutdown=lambda: None)))
+    monkeypatch.setattr(serve_module, "create_app", lambda state: state)
+    monkeypatch.setattr(serve_module.uvicorn, "run", lambda app, host, port, log_level: None)
+    parser = argparse.ArgumentParser()
+    serve_cli.add_arguments(parser)
+    for choice in ("int8", "none", "auto"):
+        serve_cli.run(parser.parse_args(["--quantization", choice]))
+    assert [kw.get("quantization", "auto") for kw in seen] == ["int8", None, "auto"]
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--quantization", "q3"])
