@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
 
     engine_kwargs = {"dtype": args.dtype} if args.dtype else {}
     if args.quantization != "auto":
-        engine_kwargs["quantization"] = None if args.quantization == "none" else args.quantization
+        engine_kwargs["quantization"] = args.quantization
     if args.batch_invariant:
         engine_kwargs["batch_invariant"] = True
     if args.no_speculative:

@@ -30,7 +30,7 @@ from deepinfer.engine.sequence import Sequence
 from deepinfer.engine.speculation.speculative import Speculator
 from deepinfer.engine.speculation.verify import rows_of, sample_rows
 from deepinfer.errors import UserError
-from deepinfer.kvcache import BlockManager, StorageConfig, TierConfig, build_storage
+from deepinfer.kvcache import StorageConfig, TierConfig, build_storage
 from deepinfer.sampling import derive_seed
 from deepinfer.types import FinishReason, Request, RequestOutput, RequestStatus, SamplingParams, fresh_seed
 
@@ -309,10 +309,9 @@ class Engine:
     def enable_kv_events(self) -> bool:
         """Publish prefix-cache changes (kvcache/events.py) for `drain_kv_events`; False where this
         model's block manager does not publish them (sliding-window and hybrid caches)."""
-        enable = getattr(type(self.blocks), "enable_events", None)
-        if enable is None or type(self.blocks).commit is not BlockManager.commit:
+        if not getattr(self.blocks, "publishes_kv_events", False):
             return False
-        enable(self.blocks)
+        self.blocks.enable_events()
         return True
 
     def drain_kv_events(self) -> list:

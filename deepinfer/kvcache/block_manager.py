@@ -44,6 +44,10 @@ class PrefixCacheStats:
 class BlockManager:
     """Allocates KV blocks to sequences and shares full blocks through the prefix cache."""
 
+    # Whether `enable_events` describes this manager's cache: a subclass that registers blocks
+    # its own way (windowed.py) says False until it publishes events of its own.
+    publishes_kv_events = True
+
     def __init__(self, num_blocks: int, block_size: int, enable_prefix_caching: bool = True) -> None:
         self.num_blocks = num_blocks
         self.block_size = block_size

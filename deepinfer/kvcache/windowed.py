@@ -23,6 +23,8 @@ NULL_BLOCK = 0
 
 
 class WindowedBlockManager(BlockManager):
+    publishes_kv_events = False  # its prefix entries are per window, not the chain a router indexes
+
     def __init__(self, num_blocks: int, block_size: int, enable_prefix_caching: bool, windows: tuple[int, ...],
                  replay: ReplayPolicy | None = None) -> None:
         super().__init__(num_blocks, block_size, enable_prefix_caching)

@@ -98,3 +98,16 @@ def test_qwen2_sliding_layers_take_the_windowed_cache_and_replay_exactly(make_ll
     again = cached.generate(LONG[0], params)[0]  # a prefix-cache hit: only the window's blocks taken
     assert cached.engine.stats()["prefix_cache_hit_tokens"] >= 56
     assert again.token_ids == alone[0]
+
+
+def test_kv_events_are_published_only_by_the_full_attention_cache(make_llm):
+    """A router indexes full-attention prefix chains; a sliding-window cache says it has none."""
+    sliding = make_llm("mistral-sliding", block_size=4).engine
+    assert sliding.enable_kv_events() is False and sliding.drain_kv_events() == []
+    full = make_llm("llama", block_size=4).engine
+    assert full.enable_kv_events() is True
+    full.add_request(LONG[0], GREEDY)
+    while full.has_unfinished():
+        full.step()
+    stored = [e for e in full.drain_kv_events() if type(e).__name__ == "BlockStored"]
+    assert stored and stored[0].parent_hash is None

@@ -94,6 +94,6 @@ def test_serve_passes_its_quantization_choice_to_the_engine(monkeypatch):
     serve_cli.add_arguments(parser)
     for choice in ("int8", "none", "auto"):
         serve_cli.run(parser.parse_args(["--quantization", choice]))
-    assert [kw.get("quantization", "auto") for kw in seen] == ["int8", None, "auto"]
+    assert [kw.get("quantization", "auto") for kw in seen] == ["int8", "none", "auto"]
     with pytest.raises(SystemExit):
         parser.parse_args(["--quantization", "q3"])
