@@ -20,6 +20,7 @@ over all scheduled runs of a row, and its table by decile.
 
 from __future__ import annotations
 
+import copy
 import os
 import time
 
@@ -89,18 +90,28 @@ def run(llm, prompts, params, config: str) -> dict:
     engine = llm.engine
     configure(engine, config)
     before = engine.stats()
+    spec = engine.speculator
+    calibration_before = copy.deepcopy(spec.survival.calibration) if spec else None
     start, cpu = time.perf_counter(), time.process_time()
     outs = llm.generate(prompts, params)
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     after = engine.stats()
     delta = {k: after.get(k, 0) - before.get(k, 0) for k in ("steps", "generation_tokens")}
-    spec = engine.speculator
     return {"seconds": seconds, "cpu": cpu, "tokens": sum(len(o.token_ids) for o in outs),
             "steps": delta["steps"], "texts": [o.token_ids for o in outs],
             "verified": after.get("verified_tokens", 0) if spec else 0,
             "accepted": after.get("accepted_tokens", 0) if spec else 0,
-            "calibration": spec.survival.calibration if spec else None,
+            "calibration": calibration_since(calibration_before, spec.survival.calibration) if spec else None,
             "drafters": after.get("drafters", {}) if spec else {}}
+
+
+def calibration_since(before, after):
+    """The outcomes `after` (a survival model's running calibration) gained since `before`: the
+    survival model is carried from run to run, its calibration with it."""
+    from deepinfer.engine.speculation.confidence import Calibration
+    return Calibration([a - b for a, b in zip(after.count, before.count)],
+                       [a - b for a, b in zip(after.predicted, before.predicted)],
+                       [a - b for a, b in zip(after.observed, before.observed)])
 
 
 def measure(llm, workload: str, streams: int, args) -> dict[str, dict]:

@@ -68,12 +68,8 @@ class Scheduler:
             if num_new <= 0:
                 seq.draft = []
                 continue
-            # A draft (speculative decoding) is verified only after all known tokens, within the
-            # budget, and only if its KV slots are free: it never preempts another sequence.
-            num_draft = min(len(seq.draft), budget - num_new) if num_new == pending else 0
-            if num_draft and not self.blocks.grow(seq.table, seq.num_computed + num_new + num_draft):
-                num_draft = 0
-            seq.draft = seq.draft[:num_draft]
+            if num_new < pending:
+                seq.draft = []
             while not self.blocks.grow(seq.table, seq.num_computed + num_new):
                 victim = self.running[-1]
                 self._preempt(victim)
@@ -81,11 +77,30 @@ class Scheduler:
                 if victim is seq:
                     break
             if seq in self.running:
-                batch.append(ScheduledSeq(seq, num_new + num_draft, num_draft))
-                budget -= num_new + num_draft
+                batch.append(ScheduledSeq(seq, num_new))
+                budget -= num_new
         if not preempted:
             budget = self._admit(batch, budget)
+        self._add_drafts(batch, budget)
         return batch
+
+    def _add_drafts(self, batch: list[ScheduledSeq], budget: int) -> None:
+        """Drafts (speculative decoding) are verified after all known tokens, in the budget that
+        every known token and admission left, and only where their KV slots are free: they never
+        preempt a sequence, delay an admission or shorten a prefill chunk. The step's known tokens
+        are therefore what they would be without speculation, so prefill chunks split alike and
+        outputs stay those of the plain path wherever the kernels are row-invariant."""
+        for entry in batch:
+            seq = entry.seq
+            if not seq.draft:
+                continue
+            num_draft = min(len(seq.draft), budget)
+            if num_draft and not self.blocks.grow(seq.table, seq.num_computed + entry.num_new + num_draft):
+                num_draft = 0
+            seq.draft = seq.draft[:num_draft]
+            entry.num_new += num_draft
+            entry.num_draft = num_draft
+            budget -= num_draft
 
     def _admit(self, batch: list[ScheduledSeq], budget: int) -> int:
         for seq in list(self.waiting):

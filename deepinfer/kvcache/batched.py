@@ -3,9 +3,9 @@
 Owns the per-step plan (built once per forward, reused by every layer) and the per-layer call.
 Sequences are split into decodes (at most `SHORT_CHUNK` new tokens each: one sampled token, plus
 the tokens a constraint forced (engine/speculation/jump_forward.py) or a draft to verify) and the rest
-(prefill chunks). Decodes attend through the native kernel where it builds with AVX-512
-(`native_decode.py`: KV read in place, rows written in token order), else in `decode.py` (bucketed
-by new tokens, no padded query rows; a shared prefix read once, `cascade.py`). Each prefill
+(prefill chunks). Decodes attend in `decode.py` (bucketed by new tokens, no padded query rows; a
+shared prefix read once, `cascade.py`). Where the native kernel builds on its vectorized path the
+paged cache uses `native_decode.NativePlan` instead of this plan (paged.py says why). Each prefill
 chunk gathers its KV blocks once per layer and runs one `F.scaled_dot_product_attention` with an
 additive mask (built once per step and sliding window) for causality and windows. Masks and block
 tables are built once per step; per layer, Python loops only over the (few) prefill chunks.
@@ -23,7 +23,6 @@ import torch.nn.functional as F
 from deepinfer.kvcache.cascade import widen
 from deepinfer.kvcache.decode import DecodeSet
 from deepinfer.kvcache.groups import Group, gather
-from deepinfer.kvcache.native_decode import NativeDecode
 
 # Sequences with at most this many new tokens attend as decodes (decode.py: grouped-query layout,
 # shared prefix read once). Jump-forward and verification steps feed a sampled token plus forced or
@@ -35,22 +34,19 @@ SHORT_CHUNK = 8
 class BatchedPlan:
     """Which query rows and KV blocks each call reads, and where each token's output lands."""
 
-    def __init__(self, seqs, block_size: int, num_tokens: int, *, native: bool = False) -> None:
-        """native: decodes attend through the native paged kernel (native_decode.py), written in
-        place into token order; else through decode.py."""
+    def __init__(self, seqs, block_size: int, num_tokens: int) -> None:
         self.block_size, self.num_tokens = block_size, num_tokens
         decode, rest, offset = [], [], 0
         for s in seqs:
             if s.num_new:
                 (decode if s.num_new <= SHORT_CHUNK else rest).append((s, offset))
             offset += s.num_new
-        self.native = NativeDecode(decode, block_size) if native else None
-        self.decodes = DecodeSet(decode, block_size) if decode and not native else None
+        self.decodes = DecodeSet(decode, block_size) if decode else None
         # One call per prefill chunk: padding chunks to the longest one cost 24% more attention
         # over the extraction benchmark's prefill steps (their chunks differ in length and context).
         self.prefills = [(offset, s.num_new, Group.of([(s, offset)], block_size)) for s, offset in rest]
         # Output rows: the decodes' (in their order), then the prefill chunks' (in input order).
-        placed = (self.decodes.members if self.decodes is not None else decode) + rest
+        placed = (self.decodes.members if self.decodes is not None else []) + rest
         # Row of cat(outputs) holding token t; None when that is already token order.
         self.inverse = self._inverse(placed)
 
@@ -71,8 +67,6 @@ class BatchedPlan:
         bs = self.block_size
         k_blocks = k_pool.view(-1, bs, hkv, dk)
         v_blocks = v_pool.view(-1, bs, hkv, dv)
-        if self.native is not None:
-            return self._attend_native(q, k_pool, v_pool, k_blocks, v_blocks, scale, window)
         outs = []
         if self.decodes is not None:
             outs.append(self.decodes.attend(q, k_blocks, v_blocks, scale=scale, window=window))
@@ -80,15 +74,6 @@ class BatchedPlan:
             outs.append(self._prefill(q, k_blocks, v_blocks, offset, n, g, scale, window).to(q.dtype))
         out = outs[0] if len(outs) == 1 else torch.cat(outs)
         return out if self.inverse is None else out.index_select(0, self.inverse)
-
-    def _attend_native(self, q, k_pool, v_pool, k_blocks, v_blocks, scale, window) -> torch.Tensor:
-        """Decode rows by the native kernel, prefill chunks by SDPA, all written in token order."""
-        q32 = q.float().contiguous()                                                        # [T, H, Dk]
-        out = q32.new_empty(self.num_tokens, q.shape[1], v_pool.shape[2])                  # [T, H, Dv]
-        self.native.attend(q32, k_pool, v_pool, out, scale=scale, window=window)
-        for offset, n, g in self.prefills:
-            out[offset:offset + n] = self._prefill(q, k_blocks, v_blocks, offset, n, g, scale, window)
-        return out.to(q.dtype)
 
     def _prefill(self, q, k_blocks, v_blocks, offset, n, g, scale, window) -> torch.Tensor:
         """One prefill chunk's rows [n, H, Dv] (float32 for bfloat16 inputs: `widen`)."""

@@ -30,8 +30,8 @@ def v4(tmp_path_factory):
 def make(v4):
     def build(**options) -> LLM:
         options.setdefault("speculative", False)
-        if options["speculative"]:   # plans free of timing: whether drafts are verified cannot flake with load
-            options.setdefault("speculative_config", SpeculativeConfig(measured_cost=False))
+        if options["speculative"]:   # plans free of timing and no resting: whether drafts are verified cannot flake
+            options.setdefault("speculative_config", SpeculativeConfig(measured_cost=False, max_rest=0))
         options.setdefault("num_kv_blocks", 64)  # compressed pages of 16 tokens (the default pool is 1 GiB)
         return LLM.from_engine(Engine(v4[1], v4[2], EngineConfig(**options)))
     return build

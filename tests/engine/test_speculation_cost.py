@@ -30,7 +30,8 @@ def test_forward_curve_probes_the_grid_points_bracketing_a_range_lazily():
     assert probed == [4, 6, 8, 12]
     assert curve.needed(5, 13) == [16]
     assert curve(5) == pytest.approx(0.015)            # between probed points: linear
-    assert curve(20) == pytest.approx(0.01 + 0.001 * 20)  # past the last: the last slope
+    # past the last probed point: the last slope, or the mean per row there if dearer
+    assert curve(20) == pytest.approx(0.022 + 0.022 / 13 * 8)
     assert curve(1) == pytest.approx(0.011)            # before the first: the first slope
     assert max(g for g in GRID if g <= 40) in curve_of(lambda b: 1.0, max_tokens=40)[0].needed(1, 10**6)
 
@@ -54,7 +55,7 @@ def test_the_residual_fit_adds_what_a_real_step_costs_beyond_the_probe():
     a, b = cost.residual()
     assert a == pytest.approx(0.005, abs=2e-4) and b == pytest.approx(0.0005, rel=0.05)
     assert cost.seconds(10) == pytest.approx(0.010 + 0.010 + 0.005 + 0.005, rel=0.02)
-    flat = MeasuredCost(curve_of(lambda b: 0.01)[0])
+    flat = MeasuredCost(curve_of(lambda b: 0.01)[0], probes_per_step=100)
     flat.prepare(1, 64)
     for _ in range(50):
         flat.observe(16, 0.03)                         # one batch size only: no slope to see
@@ -102,9 +103,10 @@ PARAMS = SamplingParams(temperature=0, max_tokens=40, ignore_eos=True)
 
 def test_an_engine_whose_rows_cost_a_whole_step_each_verifies_only_to_explore(make_llm, monkeypatch):
     """Steps measured at 1000 s per token: a verified row is never worth it; a sequence gets one
-    exploratory draft token every explore_every plans, nothing more. Outputs are unchanged."""
+    exploratory draft token every explore_every plans (every step: no resting), nothing more.
+    Outputs are unchanged."""
     fake_forward(monkeypatch, lambda tokens: 1000.0 * tokens)
-    config = SpeculativeConfig(explore_every=8)
+    config = SpeculativeConfig(explore_every=8, max_rest=0)
     llm = make_llm(speculative=True, speculative_config=config)
     spec_out = llm.generate(PROMPTS, PARAMS)
     stats = llm.engine.stats()
@@ -115,7 +117,7 @@ def test_an_engine_whose_rows_cost_a_whole_step_each_verifies_only_to_explore(ma
 
 def test_an_engine_whose_rows_are_free_verifies_its_drafts(make_llm, monkeypatch):
     fake_forward(monkeypatch, lambda tokens: 1000.0 + 1e-6 * tokens)
-    llm = make_llm(speculative=True)
+    llm = make_llm(speculative=True, speculative_config=SpeculativeConfig(max_rest=0))
     llm.generate(PROMPTS, PARAMS)
     stats = llm.engine.stats()
     assert stats["verified_tokens"] > 60 and stats["accepted_tokens"] > 0

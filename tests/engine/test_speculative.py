@@ -21,10 +21,11 @@ def make_llm(make_llm):
     """The engine fixture with plans free of timing: without a speculative_config, the verify
     decision uses the prior step cost (measured_cost=False), so whether a draft is verified
     depends on the requests alone and the tests' "drafts were accepted" checks cannot flake
-    with the machine's load. Outputs do not depend on it either way."""
+    with the machine's load; and no sequence rests (max_rest=0: every step plans), so drafts the
+    model rejects keep being verified. Outputs do not depend on either."""
     def make(*args, **options):
         if options.get("speculative"):
-            options.setdefault("speculative_config", SpeculativeConfig(measured_cost=False))
+            options.setdefault("speculative_config", SpeculativeConfig(measured_cost=False, max_rest=0))
         return make_llm(*args, **options)
 
     return make
@@ -98,7 +99,7 @@ def test_constrained_outputs_identical_and_accepted(make_llm):
 def test_adversarial_drafts_never_leak(make_llm, monkeypatch):
     """Random drafts, all verified: nearly every one is rejected, the outputs must not change."""
     rng = random.Random(0)
-    llm = make_llm(speculative=True, speculative_config=SpeculativeConfig(measured_cost=False,
+    llm = make_llm(speculative=True, speculative_config=SpeculativeConfig(measured_cost=False, max_rest=0,
                                                                           prior_overhead_rows=1e6))
     spec = llm.engine.speculator
     proposer = spec.proposer

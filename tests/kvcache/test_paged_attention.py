@@ -13,8 +13,8 @@ H, HKV, DK, DV, BS = 6, 2, 16, 8, 4
 
 @pytest.fixture(autouse=True, params=["torch", "native"])
 def decode_path(request, monkeypatch):
-    """Every test runs with the decodes of the batched path on PyTorch (decode.py, cascade.py) and
-    on the native kernel (native_decode.py), where it builds."""
+    """Every test runs on the PyTorch plans (batched.py with decode.py and cascade.py; invariant.py)
+    and on the native kernel (native_decode.py's NativePlan, every row), where it builds."""
     if request.param == "torch":
         monkeypatch.setenv("DEEPINFER_NATIVE", "0")
     elif not native_decode.fast(torch.float32, DK, DK):
@@ -156,8 +156,10 @@ def test_bucketed_decodes_with_shared_prefix_and_a_prefill_chunk_match_dense_att
         seqs.append(SeqSlice(table, prefix + n - m, m))
         data.append((q, k, v, n, m))
     cache = PagedKVCache(pool, seqs, invariant=False)
-    assert len(cache.plan.prefills) == 1
-    assert (cache.plan.decodes.shared is not None) if decode_path == "torch" else cache.plan.native is not None
+    if decode_path == "torch":
+        assert len(cache.plan.prefills) == 1 and cache.plan.decodes.shared is not None
+    else:
+        assert isinstance(cache.plan, native_decode.NativePlan)
     out = cache.attend(0, torch.cat([q[n - m:] for q, _, _, n, m in data]),
                        torch.cat([k[n - m:] for _, k, _, n, m in data]),
                        torch.cat([v[n - m:] for _, _, v, n, m in data]), scale=0.25)

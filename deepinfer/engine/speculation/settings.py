@@ -40,6 +40,10 @@ class SpeculativeConfig:
     # token verified anyway: without outcomes the survival model could not learn that a drafter
     # improved. Costs at most one row per sequence per this many steps.
     explore_every: int = 16
+    # A sequence whose plan verified nothing, or whose draft was rejected at once, sits out the
+    # next plans, doubling up to this many (resting.py): planning costs 5-10% of a chat step.
+    # 0: every sequence plans every step.
+    max_rest: int = 8
     max_pending: int = 16               # sequences with more uncomputed tokens are still in prefill
     # Drafts open with forced text that jump-forward left to the sampler (`_forced_lead`): 46
     # steps instead of 52 and 7% less decode CPU on 1 thread.
@@ -60,6 +64,8 @@ class SpeculativeConfig:
             raise UserError("SpeculativeConfig: max_draft and max_forced must be >= 0")
         if not 1 <= self.min_ngram <= self.max_ngram:
             raise UserError("SpeculativeConfig: need 1 <= min_ngram <= max_ngram")
+        if self.max_rest < 0:
+            raise UserError("SpeculativeConfig: max_rest must be >= 0")
         if self.explore_every < 1:
             raise UserError("SpeculativeConfig: explore_every must be >= 1")
         if self.prior_overhead_rows <= 0:

@@ -40,6 +40,7 @@ from deepinfer.engine.speculation.draft_walk import DraftWalk, WalkSurvival
 from deepinfer.engine.speculation.drafts import Draft, NgramProposer
 from deepinfer.engine.speculation.jump_forward import ForcedText, can_jump
 from deepinfer.engine.speculation.outcomes import DraftInfo, DrafterStats
+from deepinfer.engine.speculation.resting import Resting
 from deepinfer.engine.speculation.schema_drafts import skeleton_text
 from deepinfer.engine.speculation.settings import SpeculativeConfig
 from deepinfer.engine.speculation.step_cost import ForwardCurve, MeasuredCost, PriorCost
@@ -69,6 +70,8 @@ class Speculator:
         self._counts = {"draft_tokens": 0, "verified_tokens": 0, "accepted_tokens": 0}
         self._schemas: set[str] = set()   # JSON schemas whose skeleton is in the text pool
         self._unverified: dict[object, int] = {}   # sequence -> plans since one verified its draft
+        self.resting = Resting(config.max_rest)
+        self._step_outcome = (0, 0)   # (verified, accepted) draft tokens of the step under way
 
     def keep_learning_of(self, other: "Speculator") -> None:
         """Take over what `other` learned about this engine (the survival model, overall
@@ -82,7 +85,7 @@ class Speculator:
     def counters(self) -> dict:
         """Token counts, per-drafter outcomes and the survival model's calibration (engine stats)."""
         calibration = self.survival.calibration
-        return {**self._counts, "drafters": self.drafters.summary(),
+        return {**self._counts, "resting_skips": self.resting.skipped, "drafters": self.drafters.summary(),
                 "survival_calibration_error": calibration.expected_error(),
                 "survival_calibration": calibration.table()}
 
@@ -91,6 +94,8 @@ class Speculator:
         """Set `seq.draft` (the tokens to verify this step) for every running sequence. (`waiting`:
         requests not admitted yet; the measured cost needs no guess of the batch to come.)"""
         self.survival.refit()
+        self.resting.tick()
+        self._step_outcome = (0, 0)
         walks: list[DraftWalk] = []
         base_tokens, sampling = 0, 0
         if forced is not None:
@@ -102,9 +107,14 @@ class Speculator:
             if seq.finished or not 1 <= pending <= self.config.max_pending:
                 continue
             sampling += 1
+            key = (seq.request.request_id, seq.index)
+            if seq.matcher is None and self.resting.resting(key):
+                continue
             walk = self._walk(seq, forced, max_model_len)
             if walk is not None:
                 walks.append(walk)
+            else:
+                self.resting.fruitless(key)
         if not walks:
             return
         room = budget - base_tokens
@@ -117,7 +127,9 @@ class Speculator:
             for walk in walks:
                 walk.close()
         for walk, row, length in zip(walks, rows, lengths):
-            if length:
+            if not length:
+                self.resting.fruitless(walk.key)
+            else:
                 walk.seq.draft = walk.keep[:length]
                 walk.seq.draft_info = DraftInfo(walk.keys[:length], row.survival[:length])
                 self._counts["draft_tokens"] += length
@@ -205,17 +217,27 @@ class Speculator:
         return self.proposer.token_text(token) if self.proposer.token_text is not None else ""
 
     def observe_step(self, tokens: int, seconds: float) -> None:
-        """A decode step (no prefill chunk) computed `tokens` tokens in `seconds` of CPU time."""
+        """A decode step (no prefill chunk) computed `tokens` tokens in `seconds` of CPU time. Each
+        token its drafts had accepted saved about the step's time per plain row."""
         self.cost.observe(tokens, seconds)
+        verified, accepted = self._step_outcome
+        if accepted:
+            self.cost.credit(accepted * seconds / max(1, tokens - verified))
 
     def record(self, seq: Sequence, verified: int, matched: int) -> None:
         self._counts["verified_tokens"] += verified
         self._counts["accepted_tokens"] += matched
+        self._step_outcome = (self._step_outcome[0] + verified, self._step_outcome[1] + matched)
         info = seq.draft_info
         if info is None or not verified:
             return
         self.survival.record(info.keys, info.survival, verified, matched)
-        self.recent.record((seq.request.request_id, seq.index), verified, matched)
+        key = (seq.request.request_id, seq.index)
+        self.recent.record(key, verified, matched)
+        if matched:
+            self.resting.fruitful(key)
+        else:
+            self.resting.fruitless(key)
         self.drafters.record(info.source, verified, matched)
 
     def release(self, seq: Sequence) -> None:
@@ -227,4 +249,5 @@ class Speculator:
             self.candidates.release(key, seq)
         self.proposer.release(key)
         self.recent.forget(key)
+        self.resting.forget(key)
         self._unverified.pop(key, None)
