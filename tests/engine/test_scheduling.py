@@ -139,3 +139,40 @@ def test_duplicate_and_overlong_requests_are_user_errors(make_llm):
         llm.engine.add_request(list(range(20)), params())
     out = llm.generate([[5] * 10], params(max_tokens=100))[0]
     assert out.finish_reason == FinishReason.LENGTH and len(out.token_ids) == 6
+
+
+def test_drafts_take_only_the_budget_known_tokens_left(make_llm):
+    """Speculation never shortens a prefill chunk or delays an admission: the long prompt is
+    chunked alike with and without drafts, and every token is the plain path's."""
+    from deepinfer.engine.speculation.settings import SpeculativeConfig
+
+    runs = {}
+    for spec in (False, True):
+        llm = make_llm(max_num_batched_tokens=8, block_size=4, speculative=spec,
+                       speculative_config=SpeculativeConfig(measured_cost=False, max_rest=0))
+        engine = llm.engine
+        steps = []
+        schedule = engine.scheduler.schedule
+
+        def spy():
+            batch = schedule()
+            steps.append([(s.seq.request.request_id, s.num_new - s.num_draft, s.num_draft) for s in batch])
+            return batch
+
+        engine.scheduler.schedule = spy
+        greedy = dict(temperature=0, ignore_eos=True)
+        engine.add_request(llm.tokenizer.encode("1 2 3 1 2 3 1 2 3 1 2"), params(max_tokens=40, **greedy),
+                           request_id="short")
+        for _ in range(6):                                       # the short one decodes, then drafts
+            engine.step()
+        engine.add_request(llm.tokenizer.encode(LONG), params(max_tokens=3, **greedy), request_id="long")
+        outputs = {}
+        while engine.has_unfinished():
+            for out in engine.step():   # deltas
+                outputs.setdefault(out.request_id, []).extend(out.outputs[0].token_ids)
+        prefill = [known for batch in steps for rid, known, _ in batch if rid == "long"]
+        runs[spec] = (outputs, prefill, engine.stats())
+        assert all(sum(k + d for _, k, d in batch) <= 8 for batch in steps)
+    assert runs[True][0] == runs[False][0]
+    assert runs[True][1][:-3] == runs[False][1][:-3]          # the prompt's chunks (then its decodes)
+    assert runs[True][2]["verified_tokens"] > 0
