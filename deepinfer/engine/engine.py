@@ -131,8 +131,14 @@ class Engine:
             speculator.plan(self.scheduler.running, self.config.max_num_batched_tokens,
                             self.forced_text if self.config.jump_forward else None, self.max_model_len,
                             waiting=len(self.scheduler.waiting))
+            # planning faults drop drafts (speculation/faults.py); a matcher left broken fails its request
+            for seq, exc in speculator.faults.take_broken():
+                self._fail_request(seq.request, exc)
         start = time.process_time()  # CPU time: the cost model must not learn other processes' load
         batch = self.scheduler.schedule()
+        for seq, exc in self.scheduler.take_faults():  # scheduling one sequence raised: it alone fails
+            self._fail_request(seq.request, exc)
+        batch = [item for item in batch if not item.seq.finished]  # (another sequence of its request failed)
         if batch:
             # A fault while computing fails only the request that causes it (isolation.py).
             done = run_isolated(batch, self._compute, self._fail_request)

@@ -7,6 +7,9 @@ this very step waits one step and reads it from the prefix cache instead. With c
 mixed with other sequences' decodes. When blocks run out, the most recently
 admitted running sequence is preempted: its blocks are freed and it is
 recomputed later (its full blocks usually come back from the prefix cache).
+A fault while one sequence is scheduled (its blocks grown, its prefix matched) takes that sequence
+out of the queues and reports it (`take_faults`): the engine fails its request alone, and the
+others are scheduled as if it had never been there.
 Knows nothing about the model, sampling or constraints.
 """
 
@@ -47,6 +50,7 @@ class Scheduler:
         self.waiting: deque[Sequence] = deque()
         self.running: list[Sequence] = []
         self.num_preemptions = 0
+        self.faults: list[tuple[Sequence, Exception]] = []   # (sequence, what scheduling it raised)
 
     def add(self, seq: Sequence) -> None:
         seq.status = RequestStatus.WAITING
@@ -63,26 +67,51 @@ class Scheduler:
         for seq in list(self.running):
             if seq not in self.running:  # preempted below to make room for an earlier one
                 continue
-            pending = seq.num_tokens - seq.num_computed
-            num_new = min(pending, budget)
-            if num_new <= 0:
-                seq.draft = []
+            try:
+                num_new, preempted_now = self._schedule_running(seq, budget)
+            except Exception as exc:  # noqa: BLE001 - this sequence alone fails
+                self._fault(seq, exc)
                 continue
-            if num_new < pending:
-                seq.draft = []
-            while not self.blocks.grow(seq.table, seq.num_computed + num_new):
-                victim = self.running[-1]
-                self._preempt(victim)
-                preempted = True
-                if victim is seq:
-                    break
-            if seq in self.running:
+            preempted = preempted or preempted_now
+            if num_new and seq in self.running:
                 batch.append(ScheduledSeq(seq, num_new))
                 budget -= num_new
         if not preempted:
             budget = self._admit(batch, budget)
         self._add_drafts(batch, budget)
         return batch
+
+    def take_faults(self) -> list[tuple[Sequence, Exception]]:
+        """The sequences whose scheduling raised since the last call (already out of the queues)."""
+        faults, self.faults = self.faults, []
+        return faults
+
+    def _schedule_running(self, seq: Sequence, budget: int) -> tuple[int, bool]:
+        """(tokens `seq` computes this step, whether a sequence was preempted to make room)."""
+        pending = seq.num_tokens - seq.num_computed
+        num_new = min(pending, budget)
+        if num_new <= 0:
+            seq.draft = []
+            return 0, False
+        if num_new < pending:
+            seq.draft = []
+        preempted = False
+        while not self.blocks.grow(seq.table, seq.num_computed + num_new):
+            victim = self.running[-1]
+            self._preempt(victim)
+            preempted = True
+            if victim is seq:
+                break
+        return num_new, preempted
+
+    def _fault(self, seq: Sequence, exc: Exception) -> None:
+        """Take `seq` out of the queues and report it; its blocks are freed when it is finished."""
+        if seq in self.running:
+            self.running.remove(seq)
+        elif seq in self.waiting:
+            self.waiting.remove(seq)
+        seq.draft = []
+        self.faults.append((seq, exc))
 
     def _add_drafts(self, batch: list[ScheduledSeq], budget: int) -> None:
         """Drafts (speculative decoding) are verified after all known tokens, in the budget that
@@ -95,8 +124,11 @@ class Scheduler:
             if not seq.draft:
                 continue
             num_draft = min(len(seq.draft), budget)
-            if num_draft and not self.blocks.grow(seq.table, seq.num_computed + entry.num_new + num_draft):
-                num_draft = 0
+            try:
+                if num_draft and not self.blocks.grow(seq.table, seq.num_computed + entry.num_new + num_draft):
+                    num_draft = 0
+            except Exception:  # noqa: BLE001 - no room for a draft is never a request's fault:
+                num_draft = 0  # the step computes its known tokens (their blocks are grown)
             seq.draft = seq.draft[:num_draft]
             entry.num_new += num_draft
             entry.num_draft = num_draft
@@ -106,18 +138,24 @@ class Scheduler:
         for seq in list(self.waiting):
             if budget <= 0 or len(self.running) >= self.config.max_num_seqs:
                 break
-            if self._prefix_computed_in(batch, seq):
-                continue  # next step reads that prefix from the cache instead of computing it twice
-            table = self.blocks.new_table()
-            cached = self.blocks.allocate_prefix(table, seq.token_ids, seq.restore_point)
-            remaining = seq.num_tokens - cached
-            if not self.config.chunked_prefill and remaining > budget and batch:
-                self.blocks.free(table)
-                break
-            num_new = remaining if not self.config.chunked_prefill else min(remaining, budget)
-            if not self.blocks.grow(table, cached + num_new):
-                self.blocks.free(table)
-                break
+            table = None
+            try:
+                if self._prefix_computed_in(batch, seq):
+                    continue  # next step reads that prefix from the cache instead of computing it twice
+                table = self.blocks.new_table()
+                cached = self.blocks.allocate_prefix(table, seq.token_ids, seq.restore_point)
+                remaining = seq.num_tokens - cached
+                if not self.config.chunked_prefill and remaining > budget and batch:
+                    self.blocks.free(table)
+                    break
+                num_new = remaining if not self.config.chunked_prefill else min(remaining, budget)
+                if not self.blocks.grow(table, cached + num_new):
+                    self.blocks.free(table)
+                    break
+            except Exception as exc:  # noqa: BLE001 - this sequence alone fails
+                self._free_quietly(table)
+                self._fault(seq, exc)
+                continue
             self.waiting.remove(seq)
             if seq.num_computed == 0 and not seq.output_token_ids:
                 seq.num_cached_prompt = cached
@@ -167,3 +205,13 @@ class Scheduler:
         elif seq in self.waiting:
             self.waiting.remove(seq)
         self.blocks.free(seq.table)
+
+    def _free_quietly(self, table) -> None:
+        """Free a table an admission that raised had taken (a second fault there is not raised:
+        the first one is reported)."""
+        if table is None:
+            return
+        try:
+            self.blocks.free(table)
+        except Exception:  # noqa: BLE001
+            pass

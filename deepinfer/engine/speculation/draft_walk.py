@@ -165,17 +165,32 @@ class WalkSurvival:
         self.walk, self.confidence = walk, confidence
         self.a, self.j, self.next = 1.0, 0, 0.0
         self.survival: list[float] = []   # a_j of every token taken
+        # what its walk raised (None: nothing): the row then offers no more tokens, so one
+        # sequence's broken drafter or constraint walk takes no other row's drafts with it
+        self.failed: Exception | None = None
 
     def peek(self) -> float:
-        walk = self.walk
-        if self.j >= len(walk.keys) and walk.pending is None and not walk.advance():
+        if self.failed is not None:
             return 0.0
-        key = walk.keys[self.j] if self.j < len(walk.keys) else walk.pending_key
-        self.next = self.a * self.confidence(key)
+        try:
+            walk = self.walk
+            if self.j >= len(walk.keys) and walk.pending is None and not walk.advance():
+                return 0.0
+            key = walk.keys[self.j] if self.j < len(walk.keys) else walk.pending_key
+            self.next = self.a * self.confidence(key)
+        except Exception as exc:  # noqa: BLE001 - the plan bars this sequence (faults.py)
+            self.failed = exc
+            return 0.0
         return self.next
 
     def take(self) -> bool:
-        if self.j >= len(self.walk.keys) and not self.walk.take():
+        if self.failed is not None:
+            return False
+        try:
+            if self.j >= len(self.walk.keys) and not self.walk.take():
+                return False
+        except Exception as exc:  # noqa: BLE001 - as in peek
+            self.failed = exc
             return False
         self.a, self.j = self.next, self.j + 1
         self.survival.append(self.a)

@@ -38,6 +38,7 @@ from deepinfer.engine.speculation.confidence import (AFTER_FORCED, CONSTRAINED, 
 from deepinfer.engine.speculation.draft_lengths import select_lengths
 from deepinfer.engine.speculation.draft_walk import DraftWalk, WalkSurvival
 from deepinfer.engine.speculation.drafts import Draft, NgramProposer
+from deepinfer.engine.speculation.faults import SpeculationFaults, contained
 from deepinfer.engine.speculation.jump_forward import ForcedText, can_jump
 from deepinfer.engine.speculation.outcomes import DraftInfo, DrafterStats
 from deepinfer.engine.speculation.resting import Resting
@@ -72,6 +73,7 @@ class Speculator:
         self._unverified: dict[object, int] = {}   # sequence -> plans since one verified its draft
         self.resting = Resting(config.max_rest)
         self._step_outcome = (0, 0)   # (verified, accepted) draft tokens of the step under way
+        self.faults = SpeculationFaults()
 
     def keep_learning_of(self, other: "Speculator") -> None:
         """Take over what `other` learned about this engine (the survival model, overall
@@ -85,14 +87,24 @@ class Speculator:
     def counters(self) -> dict:
         """Token counts, per-drafter outcomes and the survival model's calibration (engine stats)."""
         calibration = self.survival.calibration
-        return {**self._counts, "resting_skips": self.resting.skipped, "drafters": self.drafters.summary(),
+        return {**self._counts, "resting_skips": self.resting.skipped, "speculation_faults": self.faults.count,
+                "drafters": self.drafters.summary(),
                 "survival_calibration_error": calibration.expected_error(),
                 "survival_calibration": calibration.table()}
 
     def plan(self, running: list[Sequence], budget: int, forced: ForcedText | None, max_model_len: int,
              waiting: int = 0) -> None:
         """Set `seq.draft` (the tokens to verify this step) for every running sequence. (`waiting`:
-        requests not admitted yet; the measured cost needs no guess of the batch to come.)"""
+        requests not admitted yet; the measured cost needs no guess of the batch to come.) A fault
+        drops drafts, never a request (faults.py)."""
+        try:
+            self._plan(running, budget, forced, max_model_len)
+        except Exception as exc:  # noqa: BLE001 - see faults.py
+            for seq in running:
+                seq.draft, seq.draft_info = [], None
+            self.faults.unattributed(exc, "planning drafts")
+
+    def _plan(self, running: list[Sequence], budget: int, forced: ForcedText | None, max_model_len: int) -> None:
         self.survival.refit()
         self.resting.tick()
         self._step_outcome = (0, 0)
@@ -108,9 +120,13 @@ class Speculator:
                 continue
             sampling += 1
             key = (seq.request.request_id, seq.index)
-            if seq.matcher is None and self.resting.resting(key):
+            if key in self.faults.barred or (seq.matcher is None and self.resting.resting(key)):
                 continue
-            walk = self._walk(seq, forced, max_model_len)
+            try:
+                walk = self._walk(seq, forced, max_model_len)
+            except Exception as exc:  # noqa: BLE001 - its drafter state: it drafts no more
+                self.faults.bar(key, exc, "proposing a draft")
+                continue
             if walk is not None:
                 walks.append(walk)
             else:
@@ -124,15 +140,27 @@ class Speculator:
             lengths = select_lengths(rows, base_tokens, float(sampling), self.cost, room)
             self._explore(walks, rows, lengths, room - sum(lengths))
         finally:
-            for walk in walks:
-                walk.close()
+            self._close(walks)
         for walk, row, length in zip(walks, rows, lengths):
-            if not length:
+            if row.failed is not None:  # its walk raised (draft_walk.py): it drafts no more
+                self.faults.bar(walk.key, row.failed, "walking a draft through its constraint")
+            elif not length:
                 self.resting.fruitless(walk.key)
             else:
                 walk.seq.draft = walk.keep[:length]
                 walk.seq.draft_info = DraftInfo(walk.keys[:length], row.survival[:length])
                 self._counts["draft_tokens"] += length
+
+    def _close(self, walks: list[DraftWalk]) -> None:
+        """Roll every walk's matcher back, each on its own: a matcher left advanced would mask
+        the plain step wrongly, so one that cannot be rolled back is reported (`faults.broken`)
+        and the engine fails its request."""
+        for walk in walks:
+            try:
+                walk.close()
+            except Exception as exc:  # noqa: BLE001
+                self.faults.bar(walk.key, exc, "rolling a draft walk back")
+                self.faults.broken.append((walk.seq, exc))
 
     def _explore(self, walks: list[DraftWalk], rows: list[WalkSurvival], lengths: list[int], room: int) -> None:
         """Verify the first token of drafts of sequences the plans left unverified for
@@ -216,6 +244,7 @@ class Speculator:
     def token_text(self, token: int) -> str:
         return self.proposer.token_text(token) if self.proposer.token_text is not None else ""
 
+    @contained("learning the step cost")
     def observe_step(self, tokens: int, seconds: float) -> None:
         """A decode step (no prefill chunk) computed `tokens` tokens in `seconds` of CPU time. Each
         token its drafts had accepted saved about the step's time per plain row."""
@@ -224,6 +253,7 @@ class Speculator:
         if accepted:
             self.cost.credit(accepted * seconds / max(1, tokens - verified))
 
+    @contained("learning from a verified draft")
     def record(self, seq: Sequence, verified: int, matched: int) -> None:
         self._counts["verified_tokens"] += verified
         self._counts["accepted_tokens"] += matched
@@ -240,6 +270,7 @@ class Speculator:
             self.resting.fruitless(key)
         self.drafters.record(info.source, verified, matched)
 
+    @contained("forgetting a finished sequence")
     def release(self, seq: Sequence) -> None:
         """The sequence is done: its whole output (the tokens of its last step and the eos
         included, which no plan has seen) stays in the pools for others' drafts."""
@@ -250,4 +281,5 @@ class Speculator:
         self.proposer.release(key)
         self.recent.forget(key)
         self.resting.forget(key)
+        self.faults.forget(key)
         self._unverified.pop(key, None)
