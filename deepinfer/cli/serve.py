@@ -12,6 +12,13 @@ import argparse
 from deepinfer import envs
 
 
+def _mebibytes(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative; 0 turns the limit off")
+    return value
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default=None,
                         help="model directory or .gguf file (default: $DEEPINFER_MODEL_DIR, else "
@@ -35,6 +42,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "style, bounded runs), compact (none) or unbounded")
     parser.add_argument("--compile-timeout", type=float, default=60.0,
                         help="seconds a request's constraint may take to compile before a 400 (default 60)")
+    parser.add_argument("--compile-memory", type=_mebibytes, default=2048, metavar="MB",
+                        help="MiB the process's resident memory may grow by while a request's constraint "
+                             "compiles before a 400; compiles running at once count each other's growth "
+                             "(default 2048; 0: no limit)")
     parser.add_argument("--compile-workers", type=int, default=4,
                         help="constraints compiled at once at admission; more wait in arrival order (default 4)")
     parser.add_argument("--max-body-bytes", type=int, default=4 << 20,
@@ -102,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
           default_max_tokens=args.max_tokens_default, engine_kwargs=engine_kwargs, log_level=args.log_level,
           json_whitespace=args.json_whitespace, reasoning_end=args.reasoning_end,
           compile_timeout_s=args.compile_timeout, compile_workers=args.compile_workers,
+          compile_memory_bytes=(args.compile_memory << 20) or None,
           max_body_bytes=args.max_body_bytes, allowed_hosts=tuple(args.allowed_hosts),
           data_parallel=args.data_parallel, router=args.router, ray_address=args.ray_address)
     return 0

@@ -10,6 +10,7 @@ built there too. Knows nothing about the engine.
 
 from __future__ import annotations
 
+import copy
 import json
 import sys
 import threading
@@ -121,12 +122,22 @@ class GrammarCompiler:
         return compiled
 
     def _deadline(self, kind: str) -> Deadline | None:
-        """This compile's Deadline when the Limits set a compile time or state limit."""
+        """This compile's Deadline when the Limits set a compile time, state or memory limit."""
         limits = self.limits
-        if limits.compile_time_s is None and limits.max_compile_states is None:
+        if (limits.compile_time_s, limits.max_compile_states, limits.max_compile_bytes) == (None, None, None):
             return None
         label = {"json_schema": "JSON Schema", "ir": "grammar"}.get(kind, kind)
-        return Deadline(limits.compile_time_s, limits.max_compile_states, limits.limit_option, label)
+        return Deadline(limits.compile_time_s, limits.max_compile_states, limits.limit_option, label,
+                        max_bytes=limits.max_compile_bytes, memory_option=limits.memory_option)
+
+    def with_limits(self, limits: Limits) -> "GrammarCompiler":
+        """This compiler with other Limits: the same vocabulary, options, cache and lock (a
+        constraint either compiles is a cache hit for both), its own limits. What a server
+        compiles under its admission limits without changing the limits of the engine's (or a
+        library user's LLM's) compiler it was given."""
+        view = copy.copy(self)  # shallow: _cache and _lock are shared objects, not copies
+        view.limits = limits
+        return view
 
     def _warm(self, compiled: CompiledConstraint, spent_s: float, limit: Deadline | None = None) -> None:
         """Precompute what token steps would build on first use, for big grammars only:

@@ -31,7 +31,8 @@ def build_state(engine: Any, tokenizer: Any, compiler: Any, config: ServerConfig
     return ServerState(config=config, engine=engine, tokenizer=tokenizer,
                        runner=Runner(engine, tokenizer, getattr(compiler, "vocab", None), metrics.record_choice),
                        validator=ConstraintValidator(compiler, metrics.record_compile, config.json_whitespace,
-                                                     config.compile_timeout_s, config.compile_workers),
+                                                     config.compile_timeout_s, config.compile_workers,
+                                                     config.compile_memory_bytes),
                        metrics=metrics)
 
 

@@ -6,6 +6,10 @@ from dataclasses import dataclass
 
 from deepinfer.server.guard import DEFAULT_MAX_BODY_BYTES
 
+# `deepinfer serve --compile-memory`'s default (2 GiB): a 7,000-property schema grew a server by
+# ~2.2 GB while lowering before its time limit stopped it; this stops such a compile sooner
+DEFAULT_COMPILE_MEMORY_BYTES = 2048 << 20
+
 
 @dataclass(frozen=True)
 class ServerConfig:
@@ -17,6 +21,8 @@ class ServerConfig:
     reasoning_end: str = "</think>"
     json_whitespace: str | None = None  # JSON Schema whitespace mode: default / compact / unbounded
     compile_timeout_s: float = 60.0  # admission-time constraint compile limit (a 400 past it)
+    # ... and its memory limit: resident growth of the process during one compile (None: none)
+    compile_memory_bytes: int | None = DEFAULT_COMPILE_MEMORY_BYTES
     compile_workers: int = 4  # admission-time compiles running at once (see validation.py)
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES  # larger bodies are a 413, refused before parsing
     allowed_hosts: tuple[str, ...] = ()  # Host names accepted besides loopback when there is no API key

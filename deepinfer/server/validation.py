@@ -21,10 +21,11 @@ from typing import Any, Callable
 
 import jsonschema
 
-from deepinfer.constraints import needed_tokens
+from deepinfer.constraints import GrammarCompiler, needed_tokens
 from deepinfer.errors import UserError
 from deepinfer.memory import forget_frames
 from deepinfer.server.compile_pool import CompilePool, CompileTimeout
+from deepinfer.server.config import DEFAULT_COMPILE_MEMORY_BYTES
 from deepinfer.server.errors import APIError, bad_request
 from deepinfer.types import ConstraintSpec
 
@@ -64,18 +65,28 @@ def refusal_key(spec: ConstraintSpec) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def admission_compiler(compiler: Any, timeout_s: float, memory_bytes: int | None) -> Any:
+    """The compiler admission compiles run on. For a GrammarCompiler, a view of it (with_limits:
+    the same vocabulary and cache, so the engine's compile of an admitted constraint is a cache
+    hit) whose Limits stop a compile at the server's timeout and memory limit (deadline.py),
+    with a message naming the sub-schema reached and the flag, before the pool gives up on it
+    and lets its thread run on. The given compiler's own limits stay as they were: it is the
+    engine's, and a library user's LLM over that engine keeps its limits. Any other compiler
+    (a wrapper, a test double) is used as given: its compiles get no limits of the server's."""
+    if not isinstance(compiler, GrammarCompiler):
+        return compiler
+    return compiler.with_limits(dataclasses.replace(
+        compiler.limits, compile_time_s=timeout_s, limit_option="`deepinfer serve --compile-timeout`",
+        max_compile_bytes=memory_bytes, memory_option="`deepinfer serve --compile-memory`"))
+
+
 class ConstraintValidator:
     """Checks and compiles constraints off the event loop (compile_pool.py) and reports compile time."""
 
     def __init__(self, compiler: Any, on_compiled: Callable[[float, bool], None] | None = None,
-                 json_whitespace: str | None = None, timeout_s: float = 60.0, workers: int = 4) -> None:
-        self.compiler = compiler
-        limits = getattr(compiler, "limits", None)
-        if dataclasses.is_dataclass(limits):
-            # the compile stops itself at the timeout (deadline.py), with a message naming the
-            # sub-schema it had reached, before the pool gives up on it and lets its thread run on
-            compiler.limits = dataclasses.replace(limits, compile_time_s=timeout_s,
-                                                  limit_option="`deepinfer serve --compile-timeout`")
+                 json_whitespace: str | None = None, timeout_s: float = 60.0, workers: int = 4,
+                 memory_bytes: int | None = DEFAULT_COMPILE_MEMORY_BYTES) -> None:
+        self.compiler = admission_compiler(compiler, timeout_s, memory_bytes)
         self.json_whitespace = json_whitespace
         self.on_compiled = on_compiled
         self.timeout_s = timeout_s

@@ -89,11 +89,16 @@ def test_limited_compile_builds_the_unlimited_dfa(tiny_vocab):
 
 
 def test_server_compile_timeout_is_the_compile_limit(tiny_vocab):
-    """ConstraintValidator (what `deepinfer serve --compile-timeout` sets) hands its timeout to the
-    compiler, whose refusal names the flag, before the pool gives up on it."""
-    compiler = GrammarCompiler(tiny_vocab, limits=Limits(max_dfa_states=10_000_000, time_budget_s=1000))
-    validator = ConstraintValidator(compiler, timeout_s=LIMIT_S, workers=1)
-    assert compiler.limits.compile_time_s == LIMIT_S
+    """ConstraintValidator (what `deepinfer serve --compile-timeout` sets) compiles under its
+    timeout, whose refusal names the flag, before the pool gives up on it; the compiler it was
+    given (the engine's, an LLM's) keeps its own limits."""
+    own = Limits(max_dfa_states=10_000_000, time_budget_s=1000)
+    compiler = GrammarCompiler(tiny_vocab, limits=own)
+    validator = ConstraintValidator(compiler, timeout_s=LIMIT_S, workers=1, memory_bytes=512 << 20)
+    assert compiler.limits is own and compiler.limits.compile_time_s is None
+    assert compiler.limits.max_compile_bytes is None
+    assert validator.compiler.limits.compile_time_s == LIMIT_S
+    assert validator.compiler.limits.max_compile_bytes == 512 << 20
     spec = ConstraintSpec("regex", BLOWUP, "response_format")
     started = time.perf_counter()
     with pytest.raises(Exception) as info:
@@ -102,6 +107,18 @@ def test_server_compile_timeout_is_the_compile_limit(tiny_vocab):
     text = str(getattr(info.value, "message", info.value))
     assert "time limit of 0.5 s" in text and "`deepinfer serve --compile-timeout`" in text, text
     _assert_stopped(elapsed, LIMIT_S, "server regex")
+
+
+def test_the_server_limits_share_the_compilers_cache(tiny_vocab):
+    """The validator's compiler is a view of the one it was given: a constraint admitted by the
+    server is a cache hit for the engine's compile, and the other way round."""
+    compiler = GrammarCompiler(tiny_vocab)
+    validator = ConstraintValidator(compiler, timeout_s=30.0, workers=1)
+    asyncio.run(validator.validate(ConstraintSpec("regex", "(foo|bar)+baz", "response_format")))
+    assert validator.compiler.compile_regex("(foo|bar)+baz") is compiler.compile_regex("(foo|bar)+baz")
+    engine_first = compiler.compile_regex("[0-9]{1,4}")
+    assert validator.compiler.compile_regex("[0-9]{1,4}") is engine_first
+    assert compiler.limits == Limits()  # unchanged by the validator
 
 
 def test_first_jsonschema_import_is_bounded_by_the_limit():

@@ -1,4 +1,5 @@
-"""`deepinfer serve` as a user runs it: a subprocess on a free port, the real load path."""
+"""`deepinfer serve` as a user runs it: a subprocess on a free port, the real load path; and its
+flags as the server's config receives them."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
+from deepinfer.cli import build_parser
 from deepinfer.server.background import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,7 +23,7 @@ def test_serve_subcommand(tiny_model_dir):
     proc = subprocess.Popen([sys.executable, "-m", "deepinfer", "serve", "--model", str(tiny_model_dir),
                              "--port", str(port), "--api-key", "sk-cli", "--served-model-name", "tiny-cli",
                              "--json-whitespace", "compact", "--reasoning-end", "</think>", "--compile-timeout", "30",
-                             "--batch-invariant", "--no-speculative", "--no-jump-forward",
+                             "--compile-memory", "1024", "--batch-invariant", "--no-speculative", "--no-jump-forward",
                              "--log-level", "warning"],
                             cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -50,3 +53,24 @@ def test_serve_subcommand(tiny_model_dir):
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+@pytest.mark.parametrize("flags, limit", [([], 2048 << 20), (["--compile-memory", "64"], 64 << 20),
+                                          (["--compile-memory", "0"], None)])
+def test_compile_memory_flag_is_the_servers_byte_limit(monkeypatch, flags, limit):
+    """--compile-memory MB (MiB; 0: none) becomes ServerConfig.compile_memory_bytes."""
+    import deepinfer.server.serve as serve_module
+    from deepinfer.server.config import ServerConfig
+
+    seen = {}
+    monkeypatch.setattr(serve_module, "serve", lambda model, **options: seen.update(options))
+    args = build_parser().parse_args(["serve", *flags])
+    assert args.run(args) == 0
+    assert seen["compile_memory_bytes"] == limit
+    assert ServerConfig(model_name="m").compile_memory_bytes == 2048 << 20
+
+
+def test_compile_memory_flag_refuses_a_negative_size(capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["serve", "--compile-memory", "-1"])
+    assert "0 turns the limit off" in capsys.readouterr().err

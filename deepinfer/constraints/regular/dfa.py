@@ -42,6 +42,10 @@ class Limits:
     compile_time_s: float | None = None
     max_compile_states: int | None = None
     limit_option: str = "Limits(compile_time_s=..., max_compile_states=...)"
+    # growth of the process's resident memory during one compile, in bytes (deadline.py: sampled,
+    # whole-process, so concurrent compiles count each other's); `memory_option` raises it
+    max_compile_bytes: int | None = None
+    memory_option: str = "Limits(max_compile_bytes=...)"
 
 
 @dataclass
