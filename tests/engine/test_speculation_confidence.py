@@ -80,3 +80,33 @@ def test_keys_bucket_match_lengths_and_describe_the_constraint():
     model = SurvivalModel()
     for context in (FREE, CONSTRAINED, AFTER_FORCED):
         assert 0 < model.confidence(key(context=context)) < 1
+
+
+def test_free_text_outcomes_do_not_borrow_a_drafters_constrained_rate():
+    """A drafter that copies extraction values (constrained) well and free text badly is
+    predicted low on free text after a few dozen free outcomes, and stays high where constrained."""
+    rng = random.Random(1)
+    model = SurvivalModel()
+    for _ in range(300):
+        for match in (2, 4, 8):
+            k = key(source=SOURCE_TEXT, match=match, context=CONSTRAINED, recent=8)
+            model.record([k], [model.confidence(k)], 1, int(rng.random() < 0.9))
+        model.refit()
+    unseen_free = key(source=SOURCE_TEXT, match=3, context=FREE, recent=8)
+    before = model.confidence(unseen_free)
+    for _ in range(30):
+        for match in (2, 4, 8):
+            k = key(source=SOURCE_TEXT, match=match, context=FREE, recent=8)
+            model.record([k], [model.confidence(k)], 1, int(rng.random() < 0.05))
+        model.refit()
+    assert model.confidence(unseen_free) < min(0.3, before - 0.3)
+    assert model.confidence(key(source=SOURCE_TEXT, match=3, context=CONSTRAINED, recent=8)) > 0.75
+
+
+def test_a_new_sequence_starts_at_the_rate_of_sequences_like_it():
+    recent = RecentAcceptance()
+    for i in range(20):
+        recent.record(("json", i), verified=10, accepted=9, constrained=True)
+        recent.record(("chat", i), verified=10, accepted=1, constrained=False)
+    assert recent.decile("new json", constrained=True) == 8
+    assert recent.decile("new chat", constrained=False) == 1

@@ -79,7 +79,8 @@ class Speculator:
         """Take over what `other` learned about this engine (the survival model, overall
         acceptance, the step-cost fit) but none of its outputs: a warm engine meeting new requests
         (benchmarks time runs this way, so that no run drafts from an identical earlier one)."""
-        self.survival, self.recent.overall = other.survival, list(other.recent.overall)
+        self.survival = other.survival
+        self.recent.overall = {kind: list(rate) for kind, rate in other.recent.overall.items()}
         if type(self.cost) is type(other.cost) and isinstance(self.cost, MeasuredCost):
             self.cost = other.cost
 
@@ -195,7 +196,7 @@ class Speculator:
     def _expected(self, draft: Draft, seq: Sequence, constrained: bool) -> float:
         """sum_j a_j over the draft's first max_draft tokens, the constraint not walked."""
         total, a = 0.0, 1.0
-        greedy, recent = seq.params.greedy, self.recent.decile((seq.request.request_id, seq.index))
+        greedy, recent = seq.params.greedy, self.recent.decile((seq.request.request_id, seq.index), constrained)
         context = CONSTRAINED if constrained else FREE
         for position, token in enumerate(draft.tokens[:self.config.max_draft], 1):
             a *= self.survival.confidence(self._key(draft, position, greedy, self.token_text(token), context, recent))
@@ -205,7 +206,8 @@ class Speculator:
     def position_key(self, walk: DraftWalk, draft: Draft, position: int, text: str) -> tuple:
         """The confidence key of a walk's next free token (confidence.py says what each field is)."""
         context = FREE if walk.matcher is None else AFTER_FORCED if walk.after_forced else CONSTRAINED
-        return self._key(draft, position, walk.greedy, text, context, self.recent.decile(walk.key))
+        return self._key(draft, position, walk.greedy, text, context,
+                         self.recent.decile(walk.key, walk.matcher is not None))
 
     @staticmethod
     def _key(draft: Draft, position: int, greedy: bool, text: str, context: int, recent: int) -> tuple:
@@ -263,7 +265,7 @@ class Speculator:
             return
         self.survival.record(info.keys, info.survival, verified, matched)
         key = (seq.request.request_id, seq.index)
-        self.recent.record(key, verified, matched)
+        self.recent.record(key, verified, matched, seq.matcher is not None)
         if matched:
             self.resting.fruitful(key)
         else:
