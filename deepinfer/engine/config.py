@@ -27,11 +27,13 @@ class EngineConfig:
     max_num_seqs: int = 64
     chunked_prefill: bool = True
     enable_prefix_caching: bool = True
-    # Fixed-shape row tiles for linears (invariance.py) and per-row attention whose arithmetic never
-    # depends on the batch (kvcache/native_decode.py NativePlan, or kvcache/invariant.py): same tokens
-    # whatever the batch. Off by default: measured ~1.4x the time of a 32-request extraction batch
-    # and ~2x for single-stream decode (README, "Cost of batch invariance").
-    batch_invariant: bool = False
+    # Fixed-shape row tiles for float linears (invariance.py), padded element-wise ops and per-row
+    # attention whose arithmetic never depends on the batch (kvcache/native_decode.py NativePlan, or
+    # kvcache/invariant.py): same tokens whatever the batch. None: on where every linear runs on
+    # quantized blocks (their kernel reduces each row in a fixed order; the mode then costs ~1%:
+    # SmolLM2 Q4_1, 2 threads, 32 extraction requests 300 vs 297 tok/s, single-stream decode
+    # equal), off for float weights (~1.4x the time of that extraction batch, ~2x single-stream).
+    batch_invariant: bool | None = None
     linear_tile: int = DEFAULT_TILE
     max_model_len: int | None = None
     # Sliding-window replay (kvcache/replay.py): a prefix-cache hit or a preempted sequence whose
@@ -44,9 +46,9 @@ class EngineConfig:
     # Append text the constraint forces without sampling it (speculation/jump_forward.py): fewer
     # forward passes for the same outputs. Requests with logprobs never jump.
     jump_forward: bool = True
-    # Speculative decoding (speculation/speculative.py): n-gram drafts verified by sampling every drafted
-    # position as the plain path would; outputs are the plain path's (bit-identical with
-    # batch_invariant, otherwise up to rounding of differently batched logits). On by default:
-    # measured 5-7% less CPU on the 32-request extraction benchmark (1 thread), outputs identical.
+    # Speculative decoding (speculation/speculative.py): drafts verified by sampling every drafted
+    # position as the plain path would; outputs are the plain path's (bit-identical on quantized
+    # weights and under batch_invariant, otherwise up to rounding of differently batched logits).
+    # On by default: it verifies a draft only where the measured step cost says it pays.
     speculative: bool = True
     speculative_config: SpeculativeConfig = field(default_factory=SpeculativeConfig)

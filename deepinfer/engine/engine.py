@@ -10,6 +10,7 @@ Not thread safe: `AsyncEngine` drives it from one thread.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import time
 from concurrent.futures import Future, wait
@@ -31,6 +32,7 @@ from deepinfer.engine.speculation.speculative import Speculator
 from deepinfer.engine.speculation.verify import rows_of, sample_rows
 from deepinfer.errors import UserError
 from deepinfer.kvcache import StorageConfig, TierConfig, build_storage
+from deepinfer.model import quantized_throughout
 from deepinfer.sampling import derive_seed
 from deepinfer.types import FinishReason, Request, RequestOutput, RequestStatus, SamplingParams, fresh_seed
 
@@ -38,7 +40,10 @@ from deepinfer.types import FinishReason, Request, RequestOutput, RequestStatus,
 class Engine:
     def __init__(self, model, tokenizer, config: EngineConfig | None = None) -> None:
         self.model, self.tokenizer = model, tokenizer
-        self.config = config = config or EngineConfig()
+        config = config or EngineConfig()
+        if config.batch_invariant is None:  # auto: free where the kernels are row-invariant anyway
+            config = dataclasses.replace(config, batch_invariant=quantized_throughout(model))
+        self.config = config
         self.model_config = model.config
         self.max_model_len = config.max_model_len or model.config.max_position_embeddings
         self.kv = build_storage(model, StorageConfig(

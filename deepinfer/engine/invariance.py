@@ -1,4 +1,4 @@
-"""Batch-invariant linear layers and element-wise ops for the forward pass (a mode, off by default).
+"""Batch-invariant linear layers and element-wise ops for the forward pass (a mode; on by default for quantized weights).
 
 CPU BLAS picks different kernels for different row counts, so the same token's
 projections can differ in the last bits depending on how many other tokens

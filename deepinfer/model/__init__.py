@@ -8,6 +8,7 @@ the `KVCache` protocol in `kv.py`.
 
 from deepinfer.model.config import ModelConfig
 from deepinfer.model.decoder import Model
+from deepinfer.model.layers import quantized_throughout
 from deepinfer.model.loader import load_model
 
-__all__ = ["Model", "ModelConfig", "load_model"]
+__all__ = ["Model", "ModelConfig", "load_model", "quantized_throughout"]

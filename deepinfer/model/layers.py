@@ -241,3 +241,14 @@ class Embedding(nn.Module):
         if self.head_q is not None:
             return quant_linear(hidden, self.head_q)
         return F.linear(hidden.to(self.head.dtype), self.head).float()
+
+
+def quantized_throughout(model: nn.Module) -> bool:
+    """Whether every matrix of `model` runs on quantized blocks: some `QuantWeight` and no float
+    parameter of two or more dimensions (norm scales and biases are vectors). The quantized kernel
+    reduces each output row in an order fixed by the shapes, so such a model's forward pass gives a
+    token the same logits in any batch (the engine's batch-invariant mode is then nearly free)."""
+    if any(p.dim() >= 2 for p in model.parameters()):
+        return False
+    return any(isinstance(q, QuantWeight) for m in model.modules()
+               for q in (getattr(m, "quantized", None) or [getattr(m, "head_q", None)]))

@@ -24,3 +24,27 @@ def test_a_row_gives_the_same_bits_alone_and_anywhere_in_a_batch(k, n, threads):
             assert torch.equal(tiled_linear(rows, weight, None, DEFAULT_TILE)[position], alone), (batch, position)
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("quantization, expected", [("int8", True), ("int4", True), (None, False)])
+def test_batch_invariance_is_on_by_default_exactly_for_quantized_models(tmp_path, quantization, expected):
+    from deepinfer.engine.llm import load_engine
+    from deepinfer.testing import make_tiny_model_dir
+
+    path = make_tiny_model_dir(tmp_path / "tiny")
+    assert load_engine(str(path), quantization=quantization).config.batch_invariant is expected
+    assert load_engine(str(path), quantization=quantization, batch_invariant=not expected).config.batch_invariant \
+        is (not expected)   # an explicit choice wins
+
+
+def test_a_float_matrix_among_quantized_ones_keeps_the_default_off(tmp_path):
+    import torch.nn as nn
+
+    from deepinfer.engine.llm import load_engine
+    from deepinfer.model import quantized_throughout
+    from deepinfer.testing import make_tiny_model_dir
+
+    model = load_engine(str(make_tiny_model_dir(tmp_path / "tiny")), quantization="int8").model
+    assert quantized_throughout(model)
+    model.extra = nn.Linear(4, 4)          # a float matrix the kernel does not cover
+    assert not quantized_throughout(model)

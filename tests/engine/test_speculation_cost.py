@@ -158,3 +158,13 @@ def test_the_real_probe_times_a_forward_pass_and_returns_its_blocks(make_llm):
     assert llm.engine.blocks.num_free_blocks == free
     assert forward_probe.time_forward(llm.engine, 10**6) is None   # more KV than the pool holds
     assert llm.engine.blocks.num_free_blocks == free
+
+
+def test_a_slow_probe_is_capped_by_the_larger_passes_probed():
+    times = {1: 0.020, 2: 0.026, 3: 0.043, 4: 0.033, 6: 0.033, 8: 0.039}
+    curve = ForwardCurve(lambda tokens: times[tokens], 64)
+    for tokens in times:
+        curve.measure(tokens)
+    assert curve(3) == pytest.approx(0.033) and curve(2) == pytest.approx(0.026)
+    assert curve.points[3] == pytest.approx(0.043)            # the probe itself is kept
+    assert all(curve(b) <= curve(b + 1) for b in range(1, 8))  # F never falls with more rows
