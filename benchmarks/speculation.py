@@ -10,8 +10,8 @@ verified (up to max_draft = 5, no cost model); "scheduled": the default (measure
 learned survival). Each (workload, streams) runs the configurations A B C A B C ... `--rounds`
 times with a fresh speculator each time (no outputs of earlier runs to draft from) that keeps what
 the engine learned before (survival model, step-cost fit, forward passes probed per shape: a warm
-engine; a warm-up run of each configuration comes first), and reports each configuration's
-fastest round. Greedy decoding; tokens/s = generated tokens over
+engine; a warm-up run of each configuration comes first, then warm-up runs of "scheduled" until
+one probes no new forward-pass size), and reports each configuration's fastest round. Greedy decoding; tokens/s = generated tokens over
 wall time; CPU = process CPU seconds (robust to other processes' load); tok/step = generated
 tokens per engine step; waste = verified draft tokens rejected / verified; "same" = outputs equal
 to the run with speculation off. Calibration: the survival model's expected calibration error
@@ -105,6 +105,19 @@ def run(llm, prompts, params, config: str) -> dict:
             "drafters": after.get("drafters", {}) if spec else {}}
 
 
+def settle_probes(llm, prompts, params, most: int = 6) -> None:
+    """Warm-up runs of "scheduled" until one probes no new forward-pass size (at most `most`): the
+    cost model probes a size only from a share of what drafts saved (step_cost.py), so a new batch
+    shape's probes spread over its first runs; the timed rounds measure the engine once they are done."""
+    for _ in range(most):
+        curve = getattr(llm.engine.speculator.cost, "curve", None) if llm.engine.speculator else None
+        spent = curve.spent if curve is not None else None
+        run(llm, prompts, params, "scheduled")
+        curve = getattr(llm.engine.speculator.cost, "curve", None)
+        if curve is None or curve.spent == spent:
+            return
+
+
 def calibration_since(before, after):
     """The outcomes `after` (a survival model's running calibration) gained since `before`: the
     survival model is carried from run to run, its calibration with it."""
@@ -119,6 +132,8 @@ def measure(llm, workload: str, streams: int, args) -> dict[str, dict]:
     params = sampling(workload, args.max_tokens)
     for config in args.configs:          # warm-up: compiles, kernels per shape, probes, learning
         run(llm, prompts, params, config)
+    if "scheduled" in args.configs:
+        settle_probes(llm, prompts, params)
     best: dict[str, dict] = {}
     calibrations = []
     for _ in range(args.rounds):
