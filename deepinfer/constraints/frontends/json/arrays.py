@@ -13,12 +13,12 @@ sets are enumerated from the item schema's own keywords (enum/const, boolean,
 null, integer ranges, one-value numbers, empty strings/objects/arrays, and the
 branches of anyOf/oneOf), each value checked with `jsonschema`: up to
 MAX_UNIQUE_VALUES values the orders are the grammar (no dead ends); up to
-MAX_COUNTED_VALUES the count still makes `minItems` above it unsatisfiable
-(NOTHING) and caps `maxItems` for the matcher. Left to the matcher, a finite
-item set larger than MAX_UNIQUE_VALUES can still lead generation into a dead
-end: a started item whose every completion is a value already used (say
-`"a` when "a" is taken and "ab" is not a value) is refused only at its last
-byte (constraints/unique.py refuses repeated true/false/null at their first).
+MAX_COUNTED_VALUES (short arrays of such values too) the count still makes
+`minItems` above it unsatisfiable (NOTHING) and caps `maxItems` for the
+matcher, so no `,` opens an item when every value is taken. Left to the
+matcher, a started item whose every completion is a value already used (say
+`"a` when "a" is taken and "ab" is not a value) is refused where that becomes
+so (unique_tracker.py, unique_forced.py).
 Knows nothing about objects, scalars or refs.
 """
 
@@ -138,6 +138,12 @@ def _unique(lw: Lowering, d: dict, node: Node, prefix_nodes, rest_node, prefix, 
         return ir.NOTHING  # (the lowerer reports an unsatisfiable schema; a branch is dropped)
     if values is not None and len(values) <= MAX_UNIQUE_VALUES:
         return _orders(lw, d, values, lo, hi)
+    if values is None and not prefix_nodes and rest_node is not None:
+        # arrays of a few values are counted too, never spelled out as orders (their texts are
+        # long: five [1,2]-like items in every order passed the NFA-state limit)
+        values = _finite_values(lw, rest_node, arrays=True)
+        if values is not None and lo > len(values):
+            return ir.NOTHING
     if values is not None and len(values) <= MAX_COUNTED_VALUES:  # no more items than values
         hi = len(values) if hi is None else min(hi, len(values))
     count = _integer_range_count(lw, rest_node) if values is None and not prefix_nodes else None
@@ -189,11 +195,12 @@ def _contains_counts(lw: Lowering, d: dict, values: list):
     return need, most, [lw.valid(v, d["contains"]) for v in values]
 
 
-def _finite_values(lw: Lowering, node: Node):
+def _finite_values(lw: Lowering, node: Node, arrays: bool = False):
     """The distinct values valid against `node` when they can be listed (an enum, or at most
     MAX_COUNTED_VALUES candidates), else None. Candidates come from the schema's own keywords (a
-    superset), then `jsonschema` keeps the valid ones, so the list is exact."""
-    candidates = _candidates(lw, node, 0)
+    superset), then `jsonschema` keeps the valid ones, so the list is exact. `arrays`: short
+    arrays of such values too (_short_arrays)."""
+    candidates = _candidates(lw, node, 0, arrays)
     if candidates is None:
         return None
     try:
@@ -203,7 +210,7 @@ def _finite_values(lw: Lowering, node: Node):
     return list({canon(v): v for v in vals}.values())
 
 
-def _candidates(lw: Lowering, node: Node, depth: int):
+def _candidates(lw: Lowering, node: Node, depth: int, arrays: bool = False):
     """A superset of the values valid against `node`, or None when not small and finite."""
     d = lw.normalize(node)
     if d is False:
@@ -212,29 +219,29 @@ def _candidates(lw: Lowering, node: Node, depth: int):
         return None
     if "enum" in d:
         return list(d["enum"])
-    own = _typed_candidates(lw, d, depth)
+    own = _typed_candidates(lw, d, depth, arrays)
     if own is not None:
         return own
     if "anyOf" in d:  # every valid value is valid against one branch
-        return _union(lw, d["anyOf"], depth)
+        return _union(lw, d["anyOf"], depth, arrays)
     for branches in d.get("_oneOfs", []):
-        got = _union(lw, branches, depth)
+        got = _union(lw, branches, depth, arrays)
         if got is not None:
             return got
     return None
 
 
-def _union(lw: Lowering, branches, depth: int):
+def _union(lw: Lowering, branches, depth: int, arrays: bool = False):
     out: list = []
     for b in branches:
-        got = _candidates(lw, b, depth + 1)
+        got = _candidates(lw, b, depth + 1, arrays)
         if got is None or len(out) + len(got) > MAX_COUNTED_VALUES:
             return None
         out += got
     return out
 
 
-def _typed_candidates(lw: Lowering, d: dict, depth: int):
+def _typed_candidates(lw: Lowering, d: dict, depth: int, arrays: bool = False):
     """Candidates from `type` and the bounds next to it; None if some allowed type has many."""
     out: list = []
     for t in type_set(d):
@@ -248,10 +255,12 @@ def _typed_candidates(lw: Lowering, d: dict, depth: int):
             out += spelled
         elif t == "object" and (_num(d.get("maxProperties")) == 0 or _closed_empty(d)):
             out.append({})
-        elif t == "object" and (members := _closed_objects(lw, d, depth)) is not None:
+        elif t == "object" and (members := _closed_objects(lw, d, depth, arrays)) is not None:
             out += members
         elif t == "array" and (_num(d.get("maxItems")) == 0 or _no_items(d)):
             out.append([])
+        elif t == "array" and arrays and (short := _short_arrays(lw, d, depth)) is not None:
+            out += short
         elif t in ("integer", "number"):
             got = _numbers(d, integral=t == "integer" and "number" not in type_set(d))
             if got is None:
@@ -326,7 +335,7 @@ def _num(v):
     return v
 
 
-def _closed_objects(lw: Lowering, d: dict, depth: int):
+def _closed_objects(lw: Lowering, d: dict, depth: int, arrays: bool = False):
     """Objects of only declared members, each absent (when optional) or one of its member's
     candidates, in declaration order (`{"id": {"enum": [1, 2]}}` with additionalProperties
     false): None when some member has many values or the product passes MAX_COUNTED_VALUES."""
@@ -336,7 +345,7 @@ def _closed_objects(lw: Lowering, d: dict, depth: int):
     required = set(d.get("required", ()))
     out: list = [{}]
     for name, sub in props.items():
-        values = _candidates(lw, sub, depth + 1)
+        values = _candidates(lw, sub, depth + 1, arrays)
         if values is None:
             return None
         grown = [] if name in required else list(out)
@@ -344,6 +353,35 @@ def _closed_objects(lw: Lowering, d: dict, depth: int):
         if len(grown) > MAX_COUNTED_VALUES:
             return None
         out = grown
+    return out
+
+
+def _short_arrays(lw: Lowering, d: dict, depth: int):
+    """Arrays of up to `maxItems` items (of distinct items: up to as many as there are values),
+    each one of the `items` candidates (`{"items": {"type": "boolean"}, "maxItems": 1}`: [],
+    [true], [false]), or None without such a bound, with prefixItems, or past
+    MAX_COUNTED_VALUES. Why: counted, an array of such items is capped at that many distinct
+    items, and a minItems above it is unsatisfiable at compile time; uncounted, the matcher
+    reached the last distinct item with a `,` allowed and no new item to write after it."""
+    most, items = _num(d.get("maxItems")), d.get("items")
+    if d.get("prefixItems") or not isinstance(items, Node):
+        return None
+    values = _candidates(lw, items, depth + 1, arrays=True)
+    if values is None:
+        return None
+    if d.get("uniqueItems") is True:
+        most = len(values) if most is None else min(most, len(values))
+    if most is None:
+        return None
+    if not values:
+        return [[]]  # (and no loop over a huge maxItems)
+    out: list = [[]]
+    layer: list = [[]]
+    for _ in range(int(most)):
+        layer = [a + [v] for a in layer for v in values]
+        out += layer
+        if len(out) > MAX_COUNTED_VALUES:
+            return None
     return out
 
 

@@ -12,8 +12,9 @@ already fixes its value (true, false, null), so one whose literal is taken is
 refused at that first byte: after it the only bytes left would lead to a dead
 end (no token, not even EOS). A token after which the item can only be
 completed as an earlier item (`"a` when "a" is taken and no longer string is
-allowed) is refused too (unique_forced.py, which reads each frame's texts of
-the items written so far, whitespace removed); json_arrays builds small
+allowed, or `"ne` when an enum's "neutral" and "negative" are taken) is refused
+too (unique_forced.py, which reads each frame's texts of the items written so
+far, whitespace removed, as written and with numbers in canonical form); json_arrays builds small
 finite item sets in the grammar instead. The inner automaton keeps deciding the syntax and
 every other keyword; the tracker assumes its text is JSON.
 
@@ -33,7 +34,7 @@ import numpy as np
 from deepinfer.constraints import deadline as compile_deadline
 
 from .tracked import TrackedAutomaton
-from .unique_forced import dead, forced_dead, squeeze, suspects, token_texts
+from .unique_forced import ZERO_BYTES, Verdicts, dead, squeeze, suspects, token_texts, written_texts, zeros_suspect
 
 _WS = frozenset(b" \t\n\r")
 _SCALAR = frozenset(b"0123456789+-.eEtruefalsn")
@@ -74,7 +75,10 @@ class UniqueItemsAutomaton(TrackedAutomaton):
         super().__init__(inner)
         self.policy = policy
         self._suspect_sets: dict = {}  # unique_forced.suspects, per tracker position
+        self._dead_ends: dict = {}  # unique_forced.dead, per (state, suspect token bytes)
+        self._verdicts = Verdicts(None)  # what those searches found, from the state last asked about
         token_texts(self.vocab)  # built once per vocabulary, at compile time (~0.2 s for 129K tokens)
+        _zero_ids(self.vocab)  # (likewise, ~50 ms)
         # which tokens can end an item or open an array: read-only, once per vocabulary
         self._has, self._opens_ids, self._simple_open = _token_sets(self.vocab)
 
@@ -108,19 +112,39 @@ class UniqueItemsAutomaton(TrackedAutomaton):
 
     def _into_dead_end(self, state, data: bytes, after) -> bool:
         """A suspect step (unique_forced.py) after which no new item value can be completed."""
-        near, far = suspects(self._suspect_sets, state[1])
-        if not near and not far:
-            return False
         text = squeeze(data)
-        return dead(self, after) if text in near else text in far and forced_dead(self, after)
+        if text not in suspects(self._suspect_sets, state[1]) and not (
+                text and ZERO_BYTES.issuperset(text) and zeros_suspect(state[1])):
+            return False
+        # remembered per (state, token bytes): the mask asks it of every suspect token, and the
+        # step of the token sampled from that mask asks it again (a parser state compares by
+        # identity, so the state before, which the Matcher keeps, is the key; not the one after)
+        key = (state, data)
+        got = self._dead_ends.get(key)
+        if got is None:
+            if len(self._dead_ends) >= _MAX_DEAD_ENDS:
+                self._dead_ends.clear()
+            got = self._dead_ends[key] = dead(self, after, self._verdicts_from(state), data)
+        return got
+
+    def _verdicts_from(self, state) -> Verdicts:
+        """The searches' shared findings from `state` (kept for the state last asked about: the
+        suspect tokens of one mask, then the token sampled from it)."""
+        if self._verdicts.before is not state:
+            self._verdicts = Verdicts(state)
+        return self._verdicts
 
     def _clear_forced(self, state, row: np.ndarray) -> None:
         """Clear the suspect tokens that lead into a dead end (the same test as the step's)."""
-        near, far = suspects(self._suspect_sets, state[1])
-        if not near and not far:
+        texts = suspects(self._suspect_sets, state[1])
+        zeros = zeros_suspect(state[1])
+        if not texts and not zeros:
             return
         by_text = token_texts(self.vocab)
-        ids = sorted({tok for texts in (near, far) for text in texts for tok in by_text.get(text, ())})
+        ids = {tok for text in texts for tok in by_text.get(text, ())}
+        if zeros:
+            ids.update(_zero_ids(self.vocab).tolist())
+        ids = sorted(ids)
         allowed = self._allowed_among(row, np.array(ids, dtype=np.int64))
         refused = [tok for tok in allowed.tolist() if self.next_state(state, tok) is None]
         if refused:
@@ -263,7 +287,7 @@ class UniqueItemsAutomaton(TrackedAutomaton):
             return  # not JSON the scanner understands: the inner automaton decides
         if key in seen:
             raise _Reject()
-        stack[-1] = (kind, ctx, unique, seen | {key}, None, written | {squeeze(cur)})
+        stack[-1] = (kind, ctx, unique, seen | {key}, None, written | written_texts(cur))
 
 
 @lru_cache(maxsize=1 << 16)
@@ -278,6 +302,7 @@ def _item_key(text: bytes) -> str | None:
 
 
 _FROM_VALUE: dict = {}
+_MAX_DEAD_ENDS = 4096  # dead-end verdicts kept (each holds a state: a parser's may hold its chart)
 
 
 
@@ -309,6 +334,15 @@ def _token_sets(vocab) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
     starts_literal = _per_token(tokens, lambda t: t.lstrip(b" \t\n\r")[:1] in (b"t", b"f", b"n"))
     has["from_value"] = _completes_from_value(vocab) | has["bracket"] | starts_literal
     got = vocab.mask_cache["unique_token_sets"] = (has, opens_ids, simple_open)
+    return got
+
+
+def _zero_ids(vocab) -> np.ndarray:
+    """int64 ids of the tokens made of ZERO_BYTES only, whitespace aside (cached on the vocabulary)."""
+    got = vocab.mask_cache.get("unique_zero_ids")
+    if got is None:
+        zeros = _per_token(vocab.token_bytes, lambda t: bool(squeeze(t)) and ZERO_BYTES.issuperset(squeeze(t)))
+        got = vocab.mask_cache["unique_zero_ids"] = np.flatnonzero(zeros).astype(np.int64)
     return got
 
 
