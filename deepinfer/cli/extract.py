@@ -5,11 +5,12 @@ stdin, or JSONL files of records (one input per line: the record's text field,
 a JSON string, or else the record itself). All inputs run batched through the
 engine (`LLM.chat` with a JSON Schema constraint); each output is parsed and
 validated with `jsonschema` and written as one JSONL line, in input order.
-Outputs end complete within --max-tokens (the engine closes them in time), so a
-model that loops on an array item still gives a complete, valid object; with
---distinct-items array items are kept distinct. An input whose output cannot be completed is reported on stderr, and the exit
-status is 1; a bad schema or input, or a --max-tokens too small for any complete
-output, is status 2.
+Outputs end complete within --max-tokens (the engine closes them in time), and
+array items are kept distinct (every array of the schema gets `uniqueItems`,
+constraints.distinct_items), so a small model cannot loop on one item;
+--no-distinct-items lets items repeat. An input whose output cannot be completed
+is reported on stderr, and the exit status is 1; a bad schema or input, or a
+--max-tokens too small for any complete output, is status 2.
 """
 
 from __future__ import annotations
@@ -47,9 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='write {"input": LABEL, "output": OBJECT} (or "error") lines instead of bare objects')
     parser.add_argument("--max-tokens", type=int, default=512,
                         help="most tokens per output (default 512); outputs are closed in time to end complete")
-    parser.add_argument("--distinct-items", action="store_true",
-                        help="keep array items distinct, so a model cannot loop on one item (an item "
-                             "that can only end as a copy of an earlier one ends the output with an error)")
+    parser.add_argument("--distinct-items", action=argparse.BooleanOptionalAction, default=True,
+                        help="keep array items distinct, so a model cannot loop on one item (on by default; "
+                             "--no-distinct-items lets items repeat)")
     parser.add_argument("--batch-size", type=int, default=16, help="inputs per engine batch (default 16)")
     parser.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0)")
     parser.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
@@ -117,8 +118,9 @@ def conversation(instructions: str, schema: dict, text: str) -> list[dict]:
     return [{"role": "system", "content": system}, {"role": "user", "content": text}]
 
 
-def check_output(output, schema_validator, max_tokens: int):
-    """(object, None) for a valid output, else (None, reason)."""
+def check_output(output, schema_validator, max_tokens: int, distinct: bool = True):
+    """(object, None) for a valid output, else (None, reason); `distinct`: array items were kept
+    distinct (else a cut-off output may be a model looping on an item, which they would stop)."""
     reason = str(getattr(output.finish_reason, "value", output.finish_reason))
     if reason == "error":
         error = output.outputs[0].error or "generation failed"
@@ -126,8 +128,8 @@ def check_output(output, schema_validator, max_tokens: int):
             return None, f"{error} (--max-tokens {max_tokens})"
         return None, error
     if reason == "length" and not _validates(output.text, schema_validator):
-        return None, (f"output cut off at --max-tokens {max_tokens} before the JSON was complete; raise "
-                      "--max-tokens, or add --distinct-items if the model loops on an array item")
+        hint = "" if distinct else ", or leave out --no-distinct-items if the model loops on an array item"
+        return None, f"output cut off at --max-tokens {max_tokens} before the JSON was complete; raise --max-tokens{hint}"
     try:
         value = json.loads(output.text)
     except json.JSONDecodeError as exc:
@@ -156,9 +158,9 @@ def _bar_size() -> dict:
 
 
 def _constraint(llm, schema, args) -> dict:
-    """The schema the outputs are generated under: with distinct array items under
-    --distinct-items (stricter than `schema`, so outputs still validate against it); compiled now,
-    so that a schema the compiler cannot enforce or a --max-tokens too small is status 2."""
+    """The schema the outputs are generated under: with distinct array items unless
+    --no-distinct-items (stricter than `schema`, so outputs still validate against it); compiled
+    now, so that a schema the compiler cannot enforce or a --max-tokens too small is status 2."""
     from deepinfer.constraints import ConstraintError, check_budget, distinct_items
 
     ws = {} if args.json_whitespace is None else {"whitespace": args.json_whitespace}
@@ -204,7 +206,7 @@ def run(args: argparse.Namespace) -> int:
                 batch = items[start:start + args.batch_size]
                 outputs = llm.chat([conversation(args.instructions, schema, it.text) for it in batch], params)
                 for item, output in zip(batch, outputs):
-                    value, problem = check_output(output, validator_cls(schema), args.max_tokens)
+                    value, problem = check_output(output, validator_cls(schema), args.max_tokens, args.distinct_items)
                     if problem is not None:
                         failures += 1
                         print(f"deepinfer: {item.label}: {problem}", file=sys.stderr)

@@ -148,3 +148,47 @@ def test_progress_bar_on_a_terminal(model_dir, schema_file, tmp_path):
     os.close(controller)
     assert b"2/2" in shown and b"100%" in shown, shown
     assert r.returncode in (0, 1) and all(json.loads(line) for line in r.stdout.decode().splitlines())
+
+
+def test_array_items_are_distinct_by_default(model_dir, tmp_path, capsys):
+    """A random model at a high temperature repeats items freely; extract keeps them distinct
+    (every array gets uniqueItems) unless --no-distinct-items."""
+    import argparse
+
+    from deepinfer.cli.extract import add_arguments
+
+    schema = {"type": "object", "properties": {"tags": {"type": "array", "items": {"enum": list("abcdefg")},
+                                                        "minItems": 3, "maxItems": 6}},
+              "required": ["tags"], "additionalProperties": False}
+    path = tmp_path / "tags.json"
+    path.write_text(json.dumps(schema))
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    for i in range(4):
+        (inputs / f"in{i}.txt").write_text(f"tags {i}")
+    assert main(["extract", "--model", str(model_dir), "--schema", str(path), "--json-whitespace", "compact",
+                 "--max-tokens", "64", "--temperature", "1.5", str(inputs)]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(lines) == 4
+    for line in lines:
+        jsonschema.validate(line, schema)
+        assert len(set(line["tags"])) == len(line["tags"]), line
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    base = ["--schema", str(path), "x.txt"]
+    assert parser.parse_args(base).distinct_items is True
+    assert parser.parse_args(["--distinct-items", *base]).distinct_items is True
+    assert parser.parse_args(["--no-distinct-items", *base]).distinct_items is False
+
+
+def test_cut_off_message_names_the_option_that_helps():
+    from types import SimpleNamespace
+
+    from deepinfer.cli.extract import check_output
+
+    output = SimpleNamespace(finish_reason="length", text='{"tags": ["a", "a", "a"', outputs=[])
+    validator = jsonschema.Draft202012Validator({"type": "object"})
+    _, distinct = check_output(output, validator, 16)
+    _, repeated = check_output(output, validator, 16, distinct=False)
+    assert "raise --max-tokens" in distinct and "--distinct-items" not in distinct
+    assert "leave out --no-distinct-items" in repeated

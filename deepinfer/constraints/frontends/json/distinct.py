@@ -5,7 +5,7 @@ sub-schema (where `type` says array, or `items`/`prefixItems` is present). Why: 
 often loops on an array item, writing the same element until the token budget runs out; with the
 items distinct, an identical element cannot be written again, and the constraint's own closing
 moves stay open. The rewritten schema is stricter (every value it accepts the original accepts),
-so outputs still validate against the original. `deepinfer extract --distinct-items` applies it.
+so outputs still validate against the original. `deepinfer extract` applies it by default.
 Knows nothing about lowering: it rewrites the document only.
 """
 
