@@ -24,9 +24,10 @@ def throughput_plot(document: dict, out: Path) -> Path | None:
     if not series:
         return None
     fig, ax = plt.subplots(figsize=(8, 4.8))
-    for line in series:
+    styles = _line_styles([line["name"] for line in series])
+    for line, style in zip(series, styles):
         xs, ys = zip(*line["points"])
-        ax.plot(xs, ys, marker="o", label=_short(line["name"]))
+        ax.plot(xs, ys, marker="o", label=_short(line["name"]), **style)
     ax.set_xscale("log", base=2)
     ax.set_xticks(sorted({x for line in series for x, _ in line["points"]}))
     ax.xaxis.set_major_formatter(ScalarFormatter())
@@ -61,6 +62,21 @@ def distribution_plot(document: dict, out: Path) -> Path | None:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, loc="lower left")
     return _save(fig, out)
+
+
+def _line_styles(names: list[str]) -> list[dict]:
+    """A colour per line; for names of the form "group, variant, ..." (the speculation benchmark's
+    "copied, scheduled, float32") a colour per group and a line style per variant, so that twelve
+    lines stay apart instead of cycling through ten colours."""
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    parts = [name.split(", ") for name in names]
+    if len(names) <= len(colours) or any(len(p) < 2 for p in parts):
+        return [{"color": colours[i % len(colours)]} for i in range(len(names))]
+    groups = list(dict.fromkeys(p[0] for p in parts))
+    variants = list(dict.fromkeys(p[1] for p in parts))
+    dashes = ["-", "--", ":", "-."]
+    return [{"color": colours[groups.index(p[0]) % len(colours)],
+             "linestyle": dashes[variants.index(p[1]) % len(dashes)]} for p in parts]
 
 
 def _short(name: str) -> str:
