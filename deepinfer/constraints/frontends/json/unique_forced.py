@@ -37,6 +37,7 @@ from functools import lru_cache
 import numpy as np
 
 from deepinfer.constraints import deadline as compile_deadline
+from .tracked import TrackedAutomaton
 
 _WS = b" \t\n\r"
 _WS_SET = frozenset(_WS)
@@ -337,7 +338,6 @@ def live_bytes(automaton, state) -> range | list[int]:
     """A superset of the bytes `automaton` may take next from `state`, read off the back end
     under the trackers (a DFA row, a parser's threads); every byte where it cannot tell. Why:
     trying all 256 bytes through the trackers costs ~100 us where a byte or two go on."""
-    from .tracked import TrackedAutomaton  # (tracked.py is the trackers' base: no cycle at import)
 
     while isinstance(automaton, TrackedAutomaton):
         automaton, state = automaton.inner, state[0]
