@@ -12,18 +12,22 @@ No position is attended once it is `window - 1` tokens behind the newest one, in
   (`replay.py`) instead of at the hit: exact replay reaches as far as the windows of all layers
   compound, so what it rebuilds equals a cold run (the zeros standing in for positions before
   the start are read only by replayed positions whose outputs no kept row depends on).
+KV events (events.py) are those of the full-attention cache: each registered block's chain key
+and parent, and its eviction. A router matching leading blocks then sees a lower bound of the hit:
+a block that fell out of every window is evictable first, and the chain it indexes stops there,
+while this cache would still hit past it wherever the window's blocks are cached.
 """
 
 from __future__ import annotations
 
 from deepinfer.kvcache.block_manager import BlockManager, BlockTable, chain_hash
+from deepinfer.kvcache.events import BlockStored
 from deepinfer.kvcache.replay import ReplayPolicy
 
 NULL_BLOCK = 0
 
 
 class WindowedBlockManager(BlockManager):
-    publishes_kv_events = False  # its prefix entries are per window, not the chain a router indexes
 
     def __init__(self, num_blocks: int, block_size: int, enable_prefix_caching: bool, windows: tuple[int, ...],
                  replay: ReplayPolicy | None = None) -> None:
@@ -99,6 +103,9 @@ class WindowedBlockManager(BlockManager):
                 if block != NULL_BLOCK and key not in self.cached:
                     self.cached[key] = block
                     self.block_hash[block], self.block_tokens[block] = key, tokens
+                    self._parents[key] = parent
+                    if self.events is not None:
+                        self.events.publish(BlockStored(key, parent, tokens))
         for index in range(max(0, num_computed - self.window + 1) // self.block_size):
             block = table.block_ids[index]
             if block != NULL_BLOCK:

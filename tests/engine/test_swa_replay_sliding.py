@@ -100,10 +100,40 @@ def test_qwen2_sliding_layers_take_the_windowed_cache_and_replay_exactly(make_ll
     assert again.token_ids == alone[0]
 
 
-def test_kv_events_are_published_only_by_the_full_attention_cache(make_llm):
-    """A router indexes full-attention prefix chains; a sliding-window cache says it has none."""
-    sliding = make_llm("mistral-sliding", block_size=4).engine
-    assert sliding.enable_kv_events() is False and sliding.drain_kv_events() == []
+def test_a_sliding_window_cache_publishes_the_chain_a_router_indexes(make_llm):
+    """Its events are the full-attention cache's: the same chain keys for the same tokens, each
+    block stored once with its parent, and the evicted ones removed."""
+    from deepinfer.router.index import PrefixIndex, prompt_keys
+
+    # speculation off: its forward-pass probes borrow free blocks, evicting cached ones
+    sliding = make_llm("mistral-sliding", block_size=4, num_kv_blocks=40, speculative=False).engine
+    full = make_llm("llama", block_size=4).engine
+    assert sliding.enable_kv_events() is True and full.enable_kv_events() is True
+    for engine in (sliding, full):
+        engine.add_request(LONG[0], GREEDY)
+        while engine.has_unfinished():
+            engine.step()
+    window_events, full_events = sliding.drain_kv_events(), full.drain_kv_events()
+    stored = [e for e in window_events if type(e).__name__ == "BlockStored"]
+    full_stored = [e for e in full_events if type(e).__name__ == "BlockStored"]
+    prompt_blocks = len(LONG[0]) // 4
+    assert [e.block_hash for e in stored[:prompt_blocks]] == [e.block_hash for e in full_stored[:prompt_blocks]]
+    assert stored[0].parent_hash is None and all(a.block_hash == b.parent_hash for a, b in zip(stored, stored[1:]))
+    index = PrefixIndex()
+    index.apply(0, window_events)
+    keys = prompt_keys(LONG[0], 4)
+    assert index.matched_blocks(keys, [0])[0] == len(keys)   # the router would send it back here
+    sliding.add_request(LONG[1], GREEDY)   # a second long request evicts the first one's oldest blocks
+    while sliding.has_unfinished():
+        sliding.step()
+    later = sliding.drain_kv_events()
+    removed = {e.block_hash for e in later if type(e).__name__ == "BlockRemoved"}
+    first = {e.block_hash for e in stored}
+    assert removed & first   # what it evicted of the first request is announced
+    assert removed <= first | {e.block_hash for e in later if type(e).__name__ == "BlockStored"}
+
+
+def test_kv_events_of_the_full_attention_cache(make_llm):
     full = make_llm("llama", block_size=4).engine
     assert full.enable_kv_events() is True
     full.add_request(LONG[0], GREEDY)
