@@ -319,7 +319,7 @@ class Engine:
     # -- introspection ------------------------------------------------------------------------------
     def enable_kv_events(self) -> bool:
         """Publish prefix-cache changes (kvcache/events.py) for `drain_kv_events`; False where this
-        model's block manager does not publish them (DeepSeek-V4's hybrid cache)."""
+        model's block manager does not publish them."""
         if not getattr(self.blocks, "publishes_kv_events", False):
             return False
         self.blocks.enable_events()

@@ -92,3 +92,25 @@ def test_a_prompt_larger_than_the_cache_fails_with_an_error(make):
     llm = make(num_kv_blocks=2)  # compressed pages of 16 tokens: 32 tokens of entries
     out = llm.generate(PROMPTS[3], GREEDY)[0]
     assert out.outputs[0].finish_reason.value == "error" and "the pool holds 32" in out.outputs[0].error
+
+
+def test_kv_events_announce_the_compressed_pages_a_router_can_match(make):
+    from deepinfer.router.index import PrefixIndex, prompt_keys
+
+    llm = make()
+    engine = llm.engine
+    assert engine.enable_kv_events() is True
+    prompt = [(3 * i + 5) % 380 + 3 for i in range(70)]
+    llm.generate(prompt, GREEDY)
+    events = engine.drain_kv_events()
+    stored = [e for e in events if type(e).__name__ == "BlockStored"]
+    size = engine.blocks.block_size
+    assert stored and all(len(e.token_ids) == size for e in stored)
+    assert stored[0].parent_hash is None and all(a.block_hash == b.parent_hash for a, b in zip(stored, stored[1:]))
+    index = PrefixIndex()
+    index.apply(0, events)
+    keys = prompt_keys(prompt, size)
+    assert keys and index.matched_blocks(keys, [0])[0] == len(keys)
+    hits = engine.stats()["prefix_cache_hit_tokens"]
+    llm.generate(prompt, GREEDY)   # what the router would count is what the engine then hits
+    assert engine.stats()["prefix_cache_hit_tokens"] - hits == len(keys) * size

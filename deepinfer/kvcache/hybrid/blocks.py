@@ -136,6 +136,18 @@ class HybridBlockManager:
     def clear_cache(self) -> None:
         self.entries.clear_cache()
 
+    # -- KV events: the compressed pages' prefix cache is the one a hit is taken from ----------
+    publishes_kv_events = True
+
+    @property
+    def events(self):
+        return self.entries.events
+
+    def enable_events(self):
+        """Publish the compressed pages' prefix-cache changes (kvcache/events.py): a block is a
+        compressed page of `block_size` tokens, keyed by the same chain as the full-attention cache."""
+        return self.entries.enable_events()
+
     # -- allocation ------------------------------------------------------------------------------
     def _token_needs(self, table: HybridTable, num_tokens: int) -> list[tuple[PagePool, list[int], int]]:
         pages, first = -(-num_tokens // self.layout.block_size), table.first // self.layout.block_size
