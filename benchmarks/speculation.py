@@ -194,7 +194,6 @@ def arguments():
 def main() -> None:
     args = arguments()
     setup(args)
-    load_start = os.getloadavg()[0]
     print(f"# load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     from deepinfer import LLM
 
@@ -220,9 +219,7 @@ def main() -> None:
     print(f"# load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     columns = ["dtype", *COLUMNS]
     table(rows, columns)
-    load = f"load average (1 min) {load_start:.2f} at start, {os.getloadavg()[0]:.2f} at end"
-    results.table(f"Speculation off / fixed length 5 / scheduled: greedy, fastest of the rounds; {load}",
-                  columns, rows)
+    results.table("Speculation off / fixed length 5 / scheduled: greedy, fastest of the rounds", columns, rows)
     drafter_columns = ["dtype", "workload", "streams", "drafter", "drafts", "verified", "accepted", "acceptance",
                        "accepted/draft"]
     print()
