@@ -126,6 +126,6 @@ def test_opening_shortcut_keeps_masks(deepseek_compiler, deepseek_vocab, value, 
     (b"[[1,1", False), (b"[1,[1", False), (b'[{"a":1},', False), (b"1,[1,1", False), (b"", False),
 ])
 def test_which_opening_tokens_take_the_shortcut(data, simple):
-    from deepinfer.constraints.frontends.json.unique_tracker import _opens_one_array
+    from deepinfer.constraints.frontends.json.unique_tokens import opens_one_array as _opens_one_array
 
     assert _opens_one_array(data) is simple

@@ -31,19 +31,13 @@ from typing import Any, Hashable
 
 import numpy as np
 
-from deepinfer.constraints import deadline as compile_deadline
-
 from .tracked import TrackedAutomaton
 from .unique_forced import ZERO_BYTES, Verdicts, dead, squeeze, suspects, token_texts, written_texts, zeros_suspect
+from .unique_tokens import SCALAR_BYTES, WS_BYTES, token_sets, zero_ids
 
-_WS = frozenset(b" \t\n\r")
-_SCALAR = frozenset(b"0123456789+-.eEtruefalsn")
 _STRING_STOP = re.compile(rb'["\\]')  # what ends a run of a string's plain bytes
 _QUOTE_ONLY = frozenset(b'"')
-_TERMINATORS = frozenset(b'",]}') | _WS
-_CLOSERS = frozenset(b'",]}') | _WS
 _LITERALS = {ord("t"): "true", ord("f"): "false", ord("n"): "null"}  # an item's first byte -> its value
-_COMMA_LITERAL = re.compile(rb",[ \t\n\r]*[tfn]")  # a new item that a literal starts
 # modes: V value expected, K key or "}" expected, S in a value string, SK in a key string,
 # C ":" expected, A after a value, N in a number or literal
 V, K, S, SK, C, A, N = range(7)
@@ -78,9 +72,9 @@ class UniqueItemsAutomaton(TrackedAutomaton):
         self._dead_ends: dict = {}  # unique_forced.dead, per (state, suspect token bytes)
         self._verdicts = Verdicts(None)  # what those searches found, from the state last asked about
         token_texts(self.vocab)  # built once per vocabulary, at compile time (~0.2 s for 129K tokens)
-        _zero_ids(self.vocab)  # (likewise, ~50 ms)
+        zero_ids(self.vocab)  # (likewise, ~50 ms)
         # which tokens can end an item or open an array: read-only, once per vocabulary
-        self._has, self._opens_ids, self._simple_open = _token_sets(self.vocab)
+        self._has, self._opens_ids, self._simple_open = token_sets(self.vocab)
 
     # ---------------------------------------------------------- protocol
     def initial_state(self) -> Hashable:
@@ -143,7 +137,7 @@ class UniqueItemsAutomaton(TrackedAutomaton):
         by_text = token_texts(self.vocab)
         ids = {tok for text in texts for tok in by_text.get(text, ())}
         if zeros:
-            ids.update(_zero_ids(self.vocab).tolist())
+            ids.update(zero_ids(self.vocab).tolist())
         ids = sorted(ids)
         allowed = self._allowed_among(row, np.array(ids, dtype=np.int64))
         refused = [tok for tok in allowed.tolist() if self.next_state(state, tok) is None]
@@ -153,7 +147,7 @@ class UniqueItemsAutomaton(TrackedAutomaton):
     def _opens_unique(self, tracker) -> bool:
         """Whether an array a token opens here, at a value position, must have distinct items.
         Why it is enough outside unique arrays: a token that opens one array and no other
-        container (`_opens_one_array`) changes no tracked frame unless that array is unique
+        container (`unique_tokens.opens_one_array`) changes no tracked frame unless that array is unique
         (items, literals, closings and `_done` only touch unique arrays), and in any other mode
         its `[` is string text or no value start. Saves scanning ~100 tokens (~15 us each) at
         every value position of a schema with uniqueItems anywhere."""
@@ -203,7 +197,7 @@ class UniqueItemsAutomaton(TrackedAutomaton):
 
     def _byte(self, stack: list, mode: int, buf: bytes, esc: int, c: int):
         if mode == N:
-            if c in _SCALAR:
+            if c in SCALAR_BYTES:
                 _append(stack, c)
                 return N, buf, 0
             self._done(stack)
@@ -223,7 +217,7 @@ class UniqueItemsAutomaton(TrackedAutomaton):
                 return C, b"", 0
             self._done(stack)
             return A, b"", 0
-        if c in _WS:
+        if c in WS_BYTES:
             _append(stack, c)
             return mode, buf, esc
         if mode == V and c != ord("]"):
@@ -301,104 +295,8 @@ def _item_key(text: bytes) -> str | None:
         return None
 
 
-_FROM_VALUE: dict = {}
 _MAX_DEAD_ENDS = 4096  # dead-end verdicts kept (each holds a state: a parser's may hold its chart)
 
-
-
-def _token_sets(vocab) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
-    """(bool [V] per kind of token the tracker refuses from some state, int64 [k] ids of tokens
-    that close an item and open an array, bool [V] those that open one array and nothing else);
-    computed once per vocabulary (~0.3 s for 129K tokens, once paid by every unique-items
-    compile) and shared read-only."""
-    got = vocab.mask_cache.get("unique_token_sets")
-    if got is not None:
-        return got
-    tokens = vocab.token_bytes
-    # a token is refused where it completes a duplicate or starts a taken literal: each set
-    # below holds every token that can do so from some tracker state (_candidates)
-    two_ends = _per_token(tokens, lambda t: sum(b in _CLOSERS for b in t) >= 2
-                          or _COMMA_LITERAL.search(t) is not None)  # two items in one token, or an item then a literal
-    has = {
-        "quote": _per_token(tokens, lambda t: b'"' in t),
-        "term": _per_token(tokens, lambda t: any(b in _TERMINATORS for b in t)),
-        "two_ends": two_ends,
-        # out of an inner container (`]`/`}`), or two items in a new one
-        "bracket": _per_token(tokens, lambda t: b"]" in t or b"}" in t) | two_ends,
-    }
-    opens_ids = np.flatnonzero(two_ends & _per_token(tokens, lambda t: b"[" in t))
-    # opening tokens that start an array (after whitespace) and open nothing else: outside every
-    # unique array, one can be refused only if that new array is unique (_opens_unique)
-    simple_open = np.zeros(len(tokens), dtype=bool)
-    simple_open[opens_ids] = [_opens_one_array(tokens[i]) for i in opens_ids.tolist()]
-    starts_literal = _per_token(tokens, lambda t: t.lstrip(b" \t\n\r")[:1] in (b"t", b"f", b"n"))
-    has["from_value"] = _completes_from_value(vocab) | has["bracket"] | starts_literal
-    got = vocab.mask_cache["unique_token_sets"] = (has, opens_ids, simple_open)
-    return got
-
-
-def _zero_ids(vocab) -> np.ndarray:
-    """int64 ids of the tokens made of ZERO_BYTES only, whitespace aside (cached on the vocabulary)."""
-    got = vocab.mask_cache.get("unique_zero_ids")
-    if got is None:
-        zeros = _per_token(vocab.token_bytes, lambda t: bool(squeeze(t)) and ZERO_BYTES.issuperset(squeeze(t)))
-        got = vocab.mask_cache["unique_zero_ids"] = np.flatnonzero(zeros).astype(np.int64)
-    return got
-
-
-def _per_token(tokens: list, test, chunk: int = 8192) -> np.ndarray:
-    """bool [V]: test(bytes) per text token (False for None), a chunk of tokens at a time with
-    the compile's deadline checked between chunks (a pass over 129K tokens is ~50-100 ms)."""
-    out = np.zeros(len(tokens), dtype=bool)
-    for lo in range(0, len(tokens), chunk):
-        compile_deadline.check()
-        out[lo:lo + chunk] = [t is not None and bool(test(t)) for t in tokens[lo:lo + chunk]]
-    return out
-
-
-def _completes_from_value(vocab) -> np.ndarray:
-    """bool [V]: the token, read where a value starts, completes a whole value (cached)."""
-    got = _FROM_VALUE.get(id(vocab))
-    if got is None or len(got) != vocab.size:
-        got = _per_token(vocab.token_bytes, _value_ends)
-        _FROM_VALUE[id(vocab)] = got
-    return got
-
-
-def _value_ends(data: bytes) -> bool:
-    depth, in_str, esc, started, scalar = 0, False, False, False, False
-    for c in data:
-        if in_str:
-            if esc:
-                esc = False
-            elif c == 0x5C:
-                esc = True
-            elif c == 0x22:
-                in_str = False
-                if depth == 0:
-                    return True
-        elif scalar:
-            if c not in _SCALAR:
-                return True
-        elif c == 0x22:
-            in_str, started = True, True
-        elif c in b"[{":
-            depth, started = depth + 1, True
-        elif c in b"]}":
-            depth -= 1
-            if depth <= 0:
-                return True
-        elif c in _WS or (started and depth > 0):
-            continue
-        else:
-            scalar, started = True, True
-    return False
-
-
-def _opens_one_array(data: bytes) -> bool:
-    """Whitespace, then `[`, then no other `[` or `{` (see _opens_unique)."""
-    rest = data.lstrip(b" \t\n\r")
-    return rest[:1] == b"[" and b"[" not in rest[1:] and b"{" not in rest
 
 
 def _append(stack: list, c: int | bytes) -> None:
